@@ -1,0 +1,188 @@
+//! An exact solver for small boards and endgames.
+//!
+//! Kōnane has no draws, so a position is simply won or lost for the side to
+//! move: the search is a boolean negamax (alpha-beta with a null window)
+//! that stops at the first winning move. A transposition table with a
+//! two-slot bucket (keep the bigger subtree, always replace the other)
+//! remembers solved positions; children are tried in order of fewest
+//! replies, and any child already known lost cuts the search at once.
+
+use crate::bits::Bits;
+use crate::board::Board;
+use crate::moves::{Move, MoveList};
+use crate::position::{BoardVisitor, Position};
+
+/// The exact value of a position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Solution {
+    /// Whether the side to move wins with perfect play.
+    pub win: bool,
+    /// Every move that keeps the win (empty when the position is lost).
+    pub winning_moves: Vec<Move>,
+    /// Positions searched.
+    pub nodes: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    /// Hash with its lowest bit replaced by the value (1 = win); 0 = empty.
+    key: u64,
+    /// Nodes the solve took, to keep expensive results.
+    work: u64,
+}
+
+/// Reusable solver state: the transposition table and per-ply scratch.
+pub struct Solver {
+    table: Vec<[Entry; 2]>,
+    scratch: Vec<Vec<(u32, Move)>>,
+    nodes: u64,
+    node_limit: u64,
+}
+
+/// The search ran out of its node budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the solver gave up after {0} nodes")]
+pub struct Unsolved(pub u64);
+
+impl Solver {
+    /// A solver with `2^table_bits` two-entry buckets (32 bytes each).
+    pub fn new(table_bits: u32) -> Solver {
+        Solver {
+            table: vec![[Entry::default(); 2]; 1 << table_bits],
+            scratch: Vec::new(),
+            nodes: 0,
+            node_limit: u64::MAX,
+        }
+    }
+
+    /// The value of `position` and all its winning moves.
+    pub fn solve(&mut self, position: &Position) -> Solution {
+        self.solve_within(position, u64::MAX)
+            .expect("no node limit")
+    }
+
+    /// As [`Solver::solve`], giving up after about `node_limit` nodes.
+    ///
+    /// # Errors
+    /// The budget ran out; what was learnt stays in the table.
+    pub fn solve_within(
+        &mut self,
+        position: &Position,
+        node_limit: u64,
+    ) -> Result<Solution, Unsolved> {
+        self.nodes = 0;
+        self.node_limit = node_limit;
+        let mut winning_moves = Vec::new();
+        for mv in position.moves() {
+            let mut child = *position;
+            child.play_unchecked(mv);
+            if !self.wins(&child)? {
+                winning_moves.push(mv);
+            }
+        }
+        Ok(Solution {
+            win: !winning_moves.is_empty(),
+            winning_moves,
+            nodes: self.nodes,
+        })
+    }
+
+    /// Whether the side to move wins `position`.
+    ///
+    /// # Errors
+    /// The node budget set by [`Solver::solve_within`] ran out (unlimited otherwise).
+    pub fn wins(&mut self, position: &Position) -> Result<bool, Unsolved> {
+        struct Visit<'a>(&'a mut Solver);
+        impl BoardVisitor for Visit<'_> {
+            type Output = Result<bool, Unsolved>;
+            fn visit<B: Bits>(self, board: &Board<B>) -> Self::Output {
+                self.0.wins_board(board, 0)
+            }
+        }
+        position.visit(Visit(self))
+    }
+
+    fn probe(&self, hash: u64) -> Option<bool> {
+        let bucket = &self.table[hash as usize & (self.table.len() - 1)];
+        bucket
+            .iter()
+            .find(|e| e.key != 0 && (e.key ^ hash) & !1 == 0)
+            .map(|e| e.key & 1 == 1)
+    }
+
+    fn store(&mut self, hash: u64, win: bool, work: u64) {
+        let len = self.table.len();
+        let bucket = &mut self.table[hash as usize & (len - 1)];
+        let entry = Entry {
+            key: (hash & !1) | win as u64,
+            work,
+        };
+        if work >= bucket[0].work || (bucket[0].key ^ hash) & !1 == 0 {
+            bucket[0] = entry;
+        } else {
+            bucket[1] = entry;
+        }
+    }
+
+    fn wins_board<B: Bits>(&mut self, board: &Board<B>, ply: usize) -> Result<bool, Unsolved> {
+        self.nodes += 1;
+        if self.nodes > self.node_limit {
+            return Err(Unsolved(self.nodes));
+        }
+        if let Some(win) = self.probe(board.hash()) {
+            return Ok(win);
+        }
+        let start_nodes = self.nodes;
+        if self.scratch.len() <= ply {
+            self.scratch.resize_with(ply + 1, Vec::new);
+        }
+        let mut moves = MoveList::new();
+        board.generate(&mut moves);
+        // Order by the opponent's number of replies; a child with none, or a
+        // child already known lost, wins at once.
+        let mut ordered = std::mem::take(&mut self.scratch[ply]);
+        ordered.clear();
+        let mut win = false;
+        for &mv in &moves {
+            let mut child = *board;
+            child.play_unchecked(mv);
+            let replies = child.count_moves();
+            if replies == 0 || self.probe(child.hash()) == Some(false) {
+                win = true;
+                break;
+            }
+            ordered.push((replies, mv));
+        }
+        if !win {
+            ordered.sort_unstable_by_key(|&(replies, _)| replies);
+            for &(_, mv) in &ordered {
+                let mut child = *board;
+                child.play_unchecked(mv);
+                match self.wins_board(&child, ply + 1) {
+                    Ok(false) => {
+                        win = true;
+                        break;
+                    }
+                    Ok(true) => {}
+                    Err(e) => {
+                        self.scratch[ply] = ordered;
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        self.scratch[ply] = ordered;
+        self.store(board.hash(), win, self.nodes - start_nodes);
+        Ok(win)
+    }
+}
+
+/// Plain minimax without table or ordering: the reference the solver is
+/// tested against on tiny boards.
+pub fn minimax_wins(position: &Position) -> bool {
+    position.moves().into_iter().any(|mv| {
+        let mut child = *position;
+        child.play_unchecked(mv);
+        !minimax_wins(&child)
+    })
+}

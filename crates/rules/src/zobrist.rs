@@ -1,0 +1,42 @@
+//! Zobrist keys, generated at compile time so hashes are the same in every
+//! build and every process (transposition tables, replay dedup, tests).
+
+use crate::geometry::{Color, MAX_SIDE};
+
+const CELLS: usize = MAX_SIDE as usize * MAX_SIDE as usize;
+
+const fn splitmix64(state: u64) -> (u64, u64) {
+    let state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (state, z ^ (z >> 31))
+}
+
+const fn make_keys() -> [[u64; CELLS]; 2] {
+    let mut keys = [[0u64; CELLS]; 2];
+    let mut state = 0x4B6F_6E61_6E65_2121; // "Konane!!"
+    let mut color = 0;
+    while color < 2 {
+        let mut cell = 0;
+        while cell < CELLS {
+            let (next, key) = splitmix64(state);
+            state = next;
+            keys[color][cell] = key;
+            cell += 1;
+        }
+        color += 1;
+    }
+    keys
+}
+
+static STONE_KEYS: [[u64; CELLS]; 2] = make_keys();
+
+/// Key of the side to move being white.
+pub const WHITE_TO_MOVE: u64 = 0x2D35_8DCC_AA6C_78A5;
+
+/// Key of a stone of `color` on cell index `cell`.
+#[inline(always)]
+pub fn stone(color: Color, cell: usize) -> u64 {
+    STONE_KEYS[color.index()][cell]
+}
