@@ -1,1 +1,56 @@
-fn main() {}
+//! `konane`: the command-line front end. Each subcommand is a thin file in
+//! `commands/`; the logic lives in the library crates.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod commands;
+
+/// Kōnane: exact rules, baseline players, search and self-play learning.
+#[derive(Parser)]
+#[command(name = "konane", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Count positions DEPTH plies from the start (or from a position).
+    Perft(commands::perft::Args),
+    /// Solve a position exactly: its value and every winning move.
+    Solve(commands::solve::Args),
+    /// Draw a board with coordinates and list its legal moves.
+    Show(commands::show::Args),
+    /// Play a match between two players and report score and Elo.
+    Eval(commands::eval::Args),
+    /// Run an engine speaking KTP (the Kōnane Text Protocol) on stdin/stdout.
+    Ktp(commands::ktp::Args),
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Perft(args) => commands::perft::run(args),
+        Command::Solve(args) => commands::solve::run(args),
+        Command::Show(args) => commands::show::run(args),
+        Command::Eval(args) => commands::eval::run(args),
+        Command::Ktp(args) => commands::ktp::run(args),
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KONANE_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,83 @@
-//! placeholder
+//! Players of Kōnane behind one interface, built from player-spec strings
+//! shared by every command (`random`, `greedy`, `alphabeta:depth=4`,
+//! `mcts:sims=2000`, ...), plus the KTP engine loop and the arena.
+#![deny(missing_docs)]
+
+pub mod alphabeta;
+pub mod arena;
+pub mod greedy;
+pub mod ktp;
+pub mod random;
+pub mod spec;
+pub mod uct;
+
+use std::time::{Duration, Instant};
+
+use konane_rules::{Move, Position};
+
+pub use spec::{PlayerSpec, SpecError};
+
+/// How much a player may search for one move. Unset fields do not bound.
+/// For alpha-beta `nodes` counts positions searched; for MCTS, simulations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Deepest iteration of a depth-first search.
+    pub depth: Option<u32>,
+    /// Search size: positions (alpha-beta) or simulations (MCTS).
+    pub nodes: Option<u64>,
+    /// Wall time per move.
+    pub movetime: Option<Duration>,
+}
+
+impl Limits {
+    /// Overrides the fields set in `other`.
+    pub fn merged(self, other: Limits) -> Limits {
+        Limits {
+            depth: other.depth.or(self.depth),
+            nodes: other.nodes.or(self.nodes),
+            movetime: other.movetime.or(self.movetime),
+        }
+    }
+
+    /// The instant a search started at `start` must stop, if time-limited.
+    pub fn deadline(&self, start: Instant) -> Option<Instant> {
+        self.movetime.map(|t| start + t)
+    }
+}
+
+/// What a player chose, with what its search saw.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Choice {
+    /// The move.
+    pub mv: Move,
+    /// Positions or simulations searched.
+    pub nodes: u64,
+    /// Depth reached (alpha-beta) or 0.
+    pub depth: u32,
+    /// Expected result for the mover in [-1, 1], if the player estimates one.
+    pub value: Option<f32>,
+}
+
+impl Choice {
+    /// A choice with no search behind it.
+    pub fn plain(mv: Move) -> Choice {
+        Choice { mv, nodes: 0, depth: 0, value: None }
+    }
+}
+
+/// Something that picks moves. Players are seeded and, for limits by depth,
+/// nodes or simulations, deterministic for a given seed.
+pub trait Player: Send {
+    /// A short name for logs and the arena (`alphabeta:depth=4`).
+    fn name(&self) -> String;
+
+    /// The limits the player was configured with.
+    fn limits(&self) -> Limits;
+
+    /// Chooses a move for the side to move under `limits`; `None` when the
+    /// side to move has no legal move (it has lost).
+    fn choose(&mut self, position: &Position, limits: &Limits) -> Option<Choice>;
+
+    /// Forgets anything carried between moves (a new game starts).
+    fn new_game(&mut self) {}
+}

@@ -238,16 +238,8 @@ mod tests {
                 let narrow = u128::single(a) | u128::single(b);
                 let wide = Wide::<2>::single(a) | Wide::<2>::single(b);
                 for n in [0u32, 1, 2, 8, 13, 63, 64, 65, 127, 128, 200] {
-                    assert_eq!(
-                        to_vec(narrow.shift_up(n)),
-                        to_vec(wide.shift_up(n)),
-                        "up {a} {b} {n}"
-                    );
-                    assert_eq!(
-                        to_vec(narrow.shift_down(n)),
-                        to_vec(wide.shift_down(n)),
-                        "down {a} {b} {n}"
-                    );
+                    assert_eq!(to_vec(narrow.shift_up(n)), to_vec(wide.shift_up(n)), "up {a} {b} {n}");
+                    assert_eq!(to_vec(narrow.shift_down(n)), to_vec(wide.shift_down(n)), "down {a} {b} {n}");
                 }
                 assert_eq!(narrow.count(), wide.count());
             }

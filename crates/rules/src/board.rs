@@ -38,20 +38,12 @@ struct Direction<B> {
 impl<B: Bits> Direction<B> {
     #[inline(always)]
     fn forward(&self, set: B, times: u32) -> B {
-        if self.up {
-            set.shift_up(self.step * times)
-        } else {
-            set.shift_down(self.step * times)
-        }
+        if self.up { set.shift_up(self.step * times) } else { set.shift_down(self.step * times) }
     }
 
     #[inline(always)]
     fn backward(&self, set: B, times: u32) -> B {
-        if self.up {
-            set.shift_down(self.step * times)
-        } else {
-            set.shift_up(self.step * times)
-        }
+        if self.up { set.shift_down(self.step * times) } else { set.shift_up(self.step * times) }
     }
 
     /// Cells from which a stone of the mover can capture one step in this
@@ -72,6 +64,8 @@ pub struct Board<B: Bits> {
     on_board: B,
     east_start: B,
     west_start: B,
+    /// Middle and corner cells: where black's opening removal may be.
+    opening_cells: B,
     size: Size,
     side: Color,
     hash: u64,
@@ -82,30 +76,22 @@ impl<B: Bits> Board<B> {
     ///
     /// # Panics
     /// If `size` does not fit in `B` (callers pick `B` from the size).
-    pub fn from_fn(
-        size: Size,
-        side: Color,
-        mut stone_at: impl FnMut(Cell) -> Option<Color>,
-    ) -> Self {
-        assert!(
-            size.cells() <= B::CAPACITY,
-            "{size} does not fit {} bits",
-            B::CAPACITY
-        );
+    pub fn from_fn(size: Size, side: Color, mut stone_at: impl FnMut(Cell) -> Option<Color>) -> Self {
+        assert!(size.cells() <= B::CAPACITY, "{size} does not fit {} bits", B::CAPACITY);
         let mut board = Board {
             black: B::EMPTY,
             white: B::EMPTY,
             on_board: B::EMPTY,
             east_start: B::EMPTY,
             west_start: B::EMPTY,
+            opening_cells: B::EMPTY,
             size,
             side,
-            hash: if side == Color::White {
-                zobrist::WHITE_TO_MOVE
-            } else {
-                0
-            },
+            hash: if side == Color::White { zobrist::WHITE_TO_MOVE } else { 0 },
         };
+        for cell in size.opening_cells() {
+            board.opening_cells |= B::single(cell.index());
+        }
         for cell in size.all_cells() {
             let bit = B::single(cell.index());
             board.on_board |= bit;
@@ -201,39 +187,17 @@ impl<B: Bits> Board<B> {
     fn directions(&self) -> [Direction<B>; 4] {
         let cols = self.size.cols() as u32;
         [
-            Direction {
-                step: 1,
-                up: true,
-                start_mask: self.east_start,
-            },
-            Direction {
-                step: 1,
-                up: false,
-                start_mask: self.west_start,
-            },
-            Direction {
-                step: cols,
-                up: true,
-                start_mask: self.on_board,
-            },
-            Direction {
-                step: cols,
-                up: false,
-                start_mask: self.on_board,
-            },
+            Direction { step: 1, up: true, start_mask: self.east_start },
+            Direction { step: 1, up: false, start_mask: self.west_start },
+            Direction { step: cols, up: true, start_mask: self.on_board },
+            Direction { step: cols, up: false, start_mask: self.on_board },
         ]
     }
 
     /// The opening removals available, as a set of cells.
     fn removals(&self) -> B {
         match self.phase() {
-            Phase::BlackOpening if self.side == Color::Black => {
-                let mut cells = B::EMPTY;
-                for cell in self.size.opening_cells() {
-                    cells |= B::single(cell.index());
-                }
-                cells & self.black
-            }
+            Phase::BlackOpening if self.side == Color::Black => self.opening_cells & self.black,
             Phase::WhiteOpening => {
                 let mut hole = self.empty();
                 let hole = hole.pop_lowest().expect("one empty cell");
@@ -280,10 +244,7 @@ impl<B: Bits> Board<B> {
                     let back = (2 * hops * dir.step) as usize;
                     let from = if dir.up { to - back } else { to + back };
                     // SAFETY of capacity: see MAX_MOVES; push panics rather than overflow.
-                    moves.push(Move::Jump {
-                        from: Cell(from as u16),
-                        to: Cell(to as u16),
-                    });
+                    moves.push(Move::Jump { from: Cell(from as u16), to: Cell(to as u16) });
                 }
                 landings = dir.forward(landings & sources, 2);
                 hops += 1;
@@ -298,6 +259,18 @@ impl<B: Bits> Board<B> {
             return self.removals().count();
         }
         let (own, opp) = self.own_opp();
+        self.count_jumps(own, opp)
+    }
+
+    /// Number of jumps `color` would have if it were to move: the mobility
+    /// term of the classic evaluation (0 on a full board).
+    #[inline]
+    pub fn jumps_for(&self, color: Color) -> u32 {
+        self.count_jumps(self.stones(color), self.stones(color.opposite()))
+    }
+
+    #[inline(always)]
+    fn count_jumps(&self, own: B, opp: B) -> u32 {
         let empty = self.empty();
         let mut total = 0;
         for dir in self.directions() {
@@ -319,9 +292,7 @@ impl<B: Bits> Board<B> {
         }
         let (own, opp) = self.own_opp();
         let empty = self.empty();
-        self.directions()
-            .iter()
-            .any(|dir| !(own & dir.jump_sources(opp, empty)).is_empty())
+        self.directions().iter().any(|dir| !(own & dir.jump_sources(opp, empty)).is_empty())
     }
 
     /// Cells strictly between `from` and `to` that a jump captures, with the

@@ -24,14 +24,9 @@ impl Size {
     pub fn new(cols: usize, rows: usize) -> Result<Size, ParseError> {
         let ok = |n: usize| (1..=MAX_SIDE as usize).contains(&n);
         if !ok(cols) || !ok(rows) {
-            return Err(ParseError::Size(format!(
-                "{cols}x{rows} is outside 1x1..{MAX_SIDE}x{MAX_SIDE}"
-            )));
+            return Err(ParseError::Size(format!("{cols}x{rows} is outside 1x1..{MAX_SIDE}x{MAX_SIDE}")));
         }
-        Ok(Size {
-            cols: cols as u8,
-            rows: rows as u8,
-        })
+        Ok(Size { cols: cols as u8, rows: rows as u8 })
     }
 
     /// Const constructor for sizes known to be valid (tests, defaults).
@@ -87,11 +82,7 @@ impl Size {
 
     /// Colour of the stone that stands on `cell` in the starting position.
     pub const fn start_color(self, cell: Cell) -> Color {
-        if (self.col(cell) + self.row(cell)) % 2 == 0 {
-            Color::Black
-        } else {
-            Color::White
-        }
+        if (self.col(cell) + self.row(cell)) % 2 == 0 { Color::Black } else { Color::White }
     }
 
     /// Every cell, `a1` first, row by row.
@@ -103,11 +94,7 @@ impl Size {
     /// 4 middle cells and the corners, each once, whatever stands on them.
     pub fn opening_cells(self) -> Vec<Cell> {
         let middle = |n: usize| {
-            if n % 2 == 1 {
-                vec![(n - 1) / 2]
-            } else {
-                vec![n / 2 - 1, n / 2]
-            }
+            if n % 2 == 1 { vec![(n - 1) / 2] } else { vec![n / 2 - 1, n / 2] }
         };
         let mut cells = Vec::new();
         for c in middle(self.cols()) {
@@ -127,10 +114,7 @@ impl Size {
 
     /// The notation name of `cell`: `a1`, `m20`.
     pub fn cell_name(self, cell: Cell) -> CellName {
-        CellName {
-            col: self.col(cell) as u8,
-            row: self.row(cell) as u8,
-        }
+        CellName { col: self.col(cell) as u8, row: self.row(cell) as u8 }
     }
 
     /// Parses a cell name strictly: lowercase column letter, row without
@@ -171,17 +155,10 @@ impl FromStr for Size {
     type Err = ParseError;
 
     fn from_str(text: &str) -> Result<Size, ParseError> {
-        let bad = || {
-            ParseError::Size(format!(
-                "'{text}' is not a size like 8x8 or 6x7 (COLSxROWS)"
-            ))
-        };
+        let bad = || ParseError::Size(format!("'{text}' is not a size like 8x8 or 6x7 (COLSxROWS)"));
         let (c, r) = text.split_once('x').ok_or_else(bad)?;
         let number = |s: &str| -> Result<usize, ParseError> {
-            if s.is_empty()
-                || !s.bytes().all(|b| b.is_ascii_digit())
-                || (s.len() > 1 && s.starts_with('0'))
-            {
+            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) {
                 return Err(bad());
             }
             s.parse().map_err(|_| bad())
@@ -268,9 +245,7 @@ mod tests {
     fn sizes_parse_strictly() {
         assert_eq!("8x8".parse::<Size>().unwrap(), Size::new(8, 8).unwrap());
         assert_eq!("13x20".parse::<Size>().unwrap().cells(), 260);
-        for bad in [
-            "", "8", "8x", "x8", "08x8", "8X8", "0x5", "21x3", "9x99", "-1x4", "8x8 ",
-        ] {
+        for bad in ["", "8", "8x", "x8", "08x8", "8X8", "0x5", "21x3", "9x99", "-1x4", "8x8 "] {
             assert!(bad.parse::<Size>().is_err(), "{bad}");
         }
     }

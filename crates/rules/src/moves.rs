@@ -37,8 +37,7 @@ impl Move {
         match self {
             Move::Remove(_) => 0,
             Move::Jump { from, to } => {
-                let distance = (size.col(from).abs_diff(size.col(to)))
-                    + (size.row(from).abs_diff(size.row(to)));
+                let distance = (size.col(from).abs_diff(size.col(to))) + (size.row(from).abs_diff(size.row(to)));
                 distance / 2
             }
         }
@@ -57,12 +56,7 @@ impl fmt::Display for MoveText {
         match self.mv {
             Move::Remove(cell) => write!(f, "{}", self.size.cell_name(cell)),
             Move::Jump { from, to } => {
-                write!(
-                    f,
-                    "{}-{}",
-                    self.size.cell_name(from),
-                    self.size.cell_name(to)
-                )
+                write!(f, "{}-{}", self.size.cell_name(from), self.size.cell_name(to))
             }
         }
     }

@@ -52,11 +52,7 @@ pub struct Position(Repr);
 impl Position {
     /// A position of `size` with stones from `stone_at`, `side` to move.
     /// Any arrangement is accepted (symmetry transforms and puzzles need them).
-    pub fn from_fn(
-        size: Size,
-        side: Color,
-        stone_at: impl FnMut(Cell) -> Option<Color>,
-    ) -> Position {
+    pub fn from_fn(size: Size, side: Color, stone_at: impl FnMut(Cell) -> Option<Color>) -> Position {
         let cells = size.cells();
         Position(if cells <= 64 {
             Repr::Word(Board::from_fn(size, side, stone_at))
@@ -126,6 +122,11 @@ impl Position {
         dispatch!(&self.0, b => b.count_moves())
     }
 
+    /// Jumps `color` would have if it were to move (mobility; 0 on a full board).
+    pub fn jumps_for(&self, color: Color) -> u32 {
+        dispatch!(&self.0, b => b.jumps_for(color))
+    }
+
     /// Whether the side to move has no legal move, and so has lost.
     pub fn is_over(&self) -> bool {
         !dispatch!(&self.0, b => b.has_moves())
@@ -187,11 +188,7 @@ impl Position {
     /// Malformed text, or a move the rules do not allow, with the reason.
     pub fn parse_legal_move(&self, text: &str) -> Result<Move, MoveError> {
         let mv = self.parse_move(text)?;
-        if self.is_legal(mv) {
-            Ok(mv)
-        } else {
-            Err(MoveError::Illegal(self.illegal(mv)))
-        }
+        if self.is_legal(mv) { Ok(mv) } else { Err(MoveError::Illegal(self.illegal(mv))) }
     }
 
     /// Explains why `mv` is illegal here.
@@ -230,11 +227,7 @@ impl Position {
                 ),
             }
         };
-        IllegalMove {
-            mv: mv.to_text(size),
-            position: self.to_string(),
-            reason,
-        }
+        IllegalMove { mv: mv.to_text(size), position: self.to_string(), reason }
     }
 
     /// A drawing for people: rows top-down with numbers, columns lettered,
@@ -243,9 +236,7 @@ impl Position {
     pub fn pretty(&self, marked: &[Cell]) -> String {
         let size = self.size();
         let mut out = String::new();
-        let letters: String = (0..size.cols())
-            .map(|c| format!(" {} ", (b'a' + c as u8) as char))
-            .collect();
+        let letters: String = (0..size.cols()).map(|c| format!(" {} ", (b'a' + c as u8) as char)).collect();
         for row in (0..size.rows()).rev() {
             out += &format!("{:>2} ", row + 1);
             for col in 0..size.cols() {
@@ -307,9 +298,8 @@ impl FromStr for Position {
     /// Reads a position string; the error names what is wrong and where.
     fn from_str(text: &str) -> Result<Position, ParseError> {
         let bad = |why: String| ParseError::Position(format!("'{text}': {why}"));
-        let (board, side) = text
-            .split_once(' ')
-            .ok_or_else(|| bad("missing side to move: the rows, one space, then b or w".into()))?;
+        let (board, side) =
+            text.split_once(' ').ok_or_else(|| bad("missing side to move: the rows, one space, then b or w".into()))?;
         let side = match side {
             "b" => Color::Black,
             "w" => Color::White,
@@ -321,19 +311,14 @@ impl FromStr for Position {
             return Err(bad(format!("{} rows; at most {MAX_SIDE}", rows.len())));
         }
         if cols == 0 || cols > MAX_SIDE as usize {
-            return Err(bad(format!(
-                "the top row has {cols} cells; rows have 1 to {MAX_SIDE}"
-            )));
+            return Err(bad(format!("the top row has {cols} cells; rows have 1 to {MAX_SIDE}")));
         }
         let mut stones = Vec::with_capacity(rows.len() * cols);
         for (i, row) in rows.iter().enumerate().rev() {
             let number = rows.len() - i;
             let row_stones: Vec<char> = row.chars().collect();
             if row_stones.len() != cols {
-                return Err(bad(format!(
-                    "row {number} has {} cells but the top row has {cols}",
-                    row_stones.len()
-                )));
+                return Err(bad(format!("row {number} has {} cells but the top row has {cols}", row_stones.len())));
             }
             for (col, c) in row_stones.into_iter().enumerate() {
                 stones.push(match c {
@@ -377,19 +362,9 @@ mod tests {
             assert!(err.contains(expected), "{text}: {err}");
         }
         let wide = format!("{} b", "B".repeat(21));
-        assert!(
-            wide.parse::<Position>()
-                .unwrap_err()
-                .to_string()
-                .contains("1 to 20")
-        );
+        assert!(wide.parse::<Position>().unwrap_err().to_string().contains("1 to 20"));
         let tall = format!("{} b", vec!["B"; 21].join("/"));
-        assert!(
-            tall.parse::<Position>()
-                .unwrap_err()
-                .to_string()
-                .contains("21 rows")
-        );
+        assert!(tall.parse::<Position>().unwrap_err().to_string().contains("21 rows"));
     }
 
     #[test]

@@ -23,11 +23,7 @@ pub struct GameRecord {
 impl GameRecord {
     /// An empty game on `size`.
     pub fn new(size: Size) -> GameRecord {
-        GameRecord {
-            size,
-            moves: Vec::new(),
-            result: None,
-        }
+        GameRecord { size, moves: Vec::new(), result: None }
     }
 
     /// The position after all the moves (they were checked when read or played).
@@ -66,9 +62,7 @@ impl FromStr for GameRecord {
                     "result B" => Color::Black,
                     "result W" => Color::White,
                     other => {
-                        return Err(bad(format!(
-                            "'; {other}': the tail must be '; result B' or '; result W'"
-                        )));
+                        return Err(bad(format!("'; {other}': the tail must be '; result B' or '; result W'")));
                     }
                 };
                 (game, Some(winner))
@@ -76,25 +70,18 @@ impl FromStr for GameRecord {
             None => (text, None),
         };
         let mut tokens = game.split_whitespace();
-        let size: Size = tokens
-            .next()
-            .ok_or_else(|| bad("empty record".into()))?
-            .parse()?;
+        let size: Size = tokens.next().ok_or_else(|| bad("empty record".into()))?.parse()?;
         let mut position = Position::start(size);
         let mut record = GameRecord::new(size);
         for (ply, token) in tokens.enumerate() {
-            let mv = position
-                .parse_legal_move(token)
-                .map_err(|e| bad(format!("move {} ('{token}'): {e}", ply + 1)))?;
+            let mv = position.parse_legal_move(token).map_err(|e| bad(format!("move {} ('{token}'): {e}", ply + 1)))?;
             position.play_unchecked(mv);
             record.moves.push(mv);
         }
         if let (Some(stated), Some(actual)) = (result, position.winner())
             && stated != actual
         {
-            return Err(bad(format!(
-                "the record says {stated} won but the moves end in a win for {actual}"
-            )));
+            return Err(bad(format!("the record says {stated} won but the moves end in a win for {actual}")));
         }
         record.result = result;
         Ok(record)
@@ -115,15 +102,9 @@ mod tests {
 
     #[test]
     fn bad_records_say_which_move() {
-        let err = "4x4 b2 b3 a1-a5"
-            .parse::<GameRecord>()
-            .unwrap_err()
-            .to_string();
+        let err = "4x4 b2 b3 a1-a5".parse::<GameRecord>().unwrap_err().to_string();
         assert!(err.contains("move 3"), "{err}");
-        let err = "4x4 b2 ; result X"
-            .parse::<GameRecord>()
-            .unwrap_err()
-            .to_string();
+        let err = "4x4 b2 ; result X".parse::<GameRecord>().unwrap_err().to_string();
         assert!(err.contains("result B"), "{err}");
         assert!("".parse::<GameRecord>().is_err());
     }

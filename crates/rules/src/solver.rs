@@ -57,19 +57,14 @@ impl Solver {
 
     /// The value of `position` and all its winning moves.
     pub fn solve(&mut self, position: &Position) -> Solution {
-        self.solve_within(position, u64::MAX)
-            .expect("no node limit")
+        self.solve_within(position, u64::MAX).expect("no node limit")
     }
 
     /// As [`Solver::solve`], giving up after about `node_limit` nodes.
     ///
     /// # Errors
     /// The budget ran out; what was learnt stays in the table.
-    pub fn solve_within(
-        &mut self,
-        position: &Position,
-        node_limit: u64,
-    ) -> Result<Solution, Unsolved> {
+    pub fn solve_within(&mut self, position: &Position, node_limit: u64) -> Result<Solution, Unsolved> {
         self.nodes = 0;
         self.node_limit = node_limit;
         let mut winning_moves = Vec::new();
@@ -80,11 +75,7 @@ impl Solver {
                 winning_moves.push(mv);
             }
         }
-        Ok(Solution {
-            win: !winning_moves.is_empty(),
-            winning_moves,
-            nodes: self.nodes,
-        })
+        Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes })
     }
 
     /// Whether the side to move wins `position`.
@@ -104,19 +95,13 @@ impl Solver {
 
     fn probe(&self, hash: u64) -> Option<bool> {
         let bucket = &self.table[hash as usize & (self.table.len() - 1)];
-        bucket
-            .iter()
-            .find(|e| e.key != 0 && (e.key ^ hash) & !1 == 0)
-            .map(|e| e.key & 1 == 1)
+        bucket.iter().find(|e| e.key != 0 && (e.key ^ hash) & !1 == 0).map(|e| e.key & 1 == 1)
     }
 
     fn store(&mut self, hash: u64, win: bool, work: u64) {
         let len = self.table.len();
         let bucket = &mut self.table[hash as usize & (len - 1)];
-        let entry = Entry {
-            key: (hash & !1) | win as u64,
-            work,
-        };
+        let entry = Entry { key: (hash & !1) | win as u64, work };
         if work >= bucket[0].work || (bucket[0].key ^ hash) & !1 == 0 {
             bucket[0] = entry;
         } else {

@@ -45,11 +45,7 @@ impl Symmetry {
     /// The symmetries of a board of `size`: 8 if square, else the 4 that
     /// keep columns and rows apart.
     pub fn of(size: Size) -> &'static [Symmetry] {
-        if size.is_square() {
-            &Symmetry::ALL
-        } else {
-            &Symmetry::ALL[..4]
-        }
+        if size.is_square() { &Symmetry::ALL } else { &Symmetry::ALL[..4] }
     }
 
     /// The transform that undoes this one.
@@ -83,10 +79,7 @@ impl Symmetry {
     pub fn apply_move(self, size: Size, mv: Move) -> Move {
         match mv {
             Move::Remove(cell) => Move::Remove(self.cell(size, cell)),
-            Move::Jump { from, to } => Move::Jump {
-                from: self.cell(size, from),
-                to: self.cell(size, to),
-            },
+            Move::Jump { from, to } => Move::Jump { from: self.cell(size, from), to: self.cell(size, to) },
         }
     }
 
@@ -94,9 +87,7 @@ impl Symmetry {
     pub fn apply(self, position: &Position) -> Position {
         let size = position.size();
         let inverse = self.inverse();
-        Position::from_fn(size, position.side_to_move(), |cell| {
-            position.stone_at(inverse.cell(size, cell))
-        })
+        Position::from_fn(size, position.side_to_move(), |cell| position.stone_at(inverse.cell(size, cell)))
     }
 }
 
@@ -109,11 +100,7 @@ mod tests {
         for size in ["5x5", "4x7", "1x3"].map(|s| s.parse::<Size>().unwrap()) {
             for &sym in Symmetry::of(size) {
                 for cell in size.all_cells() {
-                    assert_eq!(
-                        sym.inverse().cell(size, sym.cell(size, cell)),
-                        cell,
-                        "{sym:?} {size}"
-                    );
+                    assert_eq!(sym.inverse().cell(size, sym.cell(size, cell)), cell, "{sym:?} {size}");
                 }
             }
         }
@@ -122,10 +109,8 @@ mod tests {
     #[test]
     fn symmetries_are_distinct_permutations_on_square_boards() {
         let size: Size = "4x4".parse().unwrap();
-        let images: std::collections::HashSet<Vec<Cell>> = Symmetry::ALL
-            .iter()
-            .map(|&s| size.all_cells().map(|c| s.cell(size, c)).collect())
-            .collect();
+        let images: std::collections::HashSet<Vec<Cell>> =
+            Symmetry::ALL.iter().map(|&s| size.all_cells().map(|c| s.cell(size, c)).collect()).collect();
         assert_eq!(images.len(), 8);
     }
 }

@@ -1,0 +1,127 @@
+//! `konane eval --a SPEC --b SPEC --size 8x8 --games N`: a match in parallel
+//! with a progress bar, then the score, Elo and timing.
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use konane_players::PlayerSpec;
+use konane_players::arena::{MatchConfig, MatchSummary, play_match};
+use konane_rules::Size;
+
+/// Arguments of `konane eval`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Player A (the one whose score is reported), e.g. `alphabeta:depth=4`.
+    #[arg(long)]
+    a: String,
+    /// Player B, e.g. `mcts:sims=2000`.
+    #[arg(long)]
+    b: String,
+    /// Board size, `COLSxROWS`.
+    #[arg(long, default_value = "8x8")]
+    size: String,
+    /// Games to play; pairs share an opening with colours swapped.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    games: u64,
+    /// Games played at once (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Match seed: openings and players' seeds derive from it.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Also write the summary as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write every game, one record a line, to this file.
+    #[arg(long)]
+    records: Option<PathBuf>,
+}
+
+/// Validates everything, plays the match, prints and writes the results.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let a: PlayerSpec = args.a.parse().context("--a")?;
+    let b: PlayerSpec = args.b.parse().context("--b")?;
+    let size: Size = args.size.parse().context("--size")?;
+    let threads = match args.threads {
+        Some(0) => anyhow::bail!("--threads must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
+    tracing::info!(%a, %b, %size, games = config.games, threads, "match starts");
+
+    let bar = ProgressBar::new(args.games);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} games  A {msg}  [{elapsed_precise} < {eta_precise}]")
+            .expect("valid template"),
+    );
+    let (a_wins, scored) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let results = play_match(&a, &b, &config, &|game| {
+        if game.fault.is_none() {
+            scored.fetch_add(1, Ordering::Relaxed);
+            a_wins.fetch_add(game.a_won as usize, Ordering::Relaxed);
+        }
+        let (w, n) = (a_wins.load(Ordering::Relaxed), scored.load(Ordering::Relaxed));
+        bar.set_message(format!("{w}/{n} ({:.1}%)", 100.0 * w as f64 / n.max(1) as f64));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+
+    let summary = MatchSummary::new(a.to_string(), b.to_string(), size, &results);
+    print_summary(&summary);
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&summary)?;
+        write_atomically(path, json.as_bytes())?;
+    }
+    if let Some(path) = &args.records {
+        let mut text = String::new();
+        for result in &results {
+            text += &format!("{}\n", result.record);
+        }
+        write_atomically(path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn print_summary(s: &MatchSummary) {
+    println!("{} vs {} on {}: {} games scored", s.a, s.b, s.size, s.games);
+    println!(
+        "A wins {} (as black {}, as white {}), B wins {}",
+        s.a_wins, s.a_wins_as_black, s.a_wins_as_white, s.b_wins
+    );
+    println!(
+        "A score {:.1}%  95% CI [{:.1}%, {:.1}%]",
+        100.0 * s.score,
+        100.0 * s.score_interval.low,
+        100.0 * s.score_interval.high
+    );
+    println!("Elo A-B {:+.0}  95% CI [{:+.0}, {:+.0}]", s.elo, s.elo_interval.low, s.elo_interval.high);
+    println!(
+        "mean game length {:.1} plies; time per move A {:.2} ms, B {:.2} ms",
+        s.mean_game_length, s.ms_per_move[0], s.ms_per_move[1]
+    );
+    if !s.faults.is_empty() {
+        println!("{} games not scored:", s.faults.len());
+        for (index, fault) in &s.faults {
+            println!("  game {index}: player {} {}", fault.player, fault.reason);
+        }
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it over
+/// `path`, so a reader never sees half a file.
+pub fn write_atomically(path: &PathBuf, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let temp = path.with_extension("tmp");
+    let mut file = fs::File::create(&temp).with_context(|| format!("writing {}", temp.display()))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    fs::rename(&temp, path).with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! `konane ktp --player SPEC`: an engine speaking KTP
+//! (`shared/spec/ktp.md`) on standard input and output.
+
+use std::io;
+
+use anyhow::Context;
+use konane_players::PlayerSpec;
+use konane_players::ktp::KtpEngine;
+
+/// Arguments of `konane ktp`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The player that answers `genmove`: random, greedy, alphabeta:ms=N,
+    /// mcts:sims=N, ... (`limit` commands override its limits).
+    #[arg(long, value_name = "SPEC", default_value = "alphabeta:ms=1000")]
+    player: String,
+    /// Seed for the player, unless its spec sets seed=N.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Answers KTP commands from stdin on stdout until `quit` or end of input.
+/// Only protocol answers go to stdout; logs go to stderr.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let spec: PlayerSpec = args.player.parse()?;
+    let mut engine = KtpEngine::new(spec.build(args.seed));
+    engine.run(io::stdin().lock(), io::stdout().lock()).context("KTP session")
+}

@@ -1,0 +1,32 @@
+//! One file per subcommand: argument parsing and printing only.
+
+pub mod eval;
+pub mod ktp;
+pub mod perft;
+pub mod show;
+pub mod solve;
+
+use anyhow::Context;
+use konane_rules::{Position, Size};
+
+/// Reads an argument that may be a size (`8x8`: its start position) or a
+/// position string (`WBWB/B.BW/W..B/BWBW w`).
+pub fn parse_board(text: &str) -> anyhow::Result<Position> {
+    let text = text.trim();
+    if text.contains(' ') || text.contains('/') {
+        text.parse::<Position>().context("expected a size like 8x8 or a position string")
+    } else {
+        let size: Size = text.parse().context("expected a size like 8x8 or a position string")?;
+        Ok(Position::start(size))
+    }
+}
+
+/// `1234567` → `1.23M`: rates for people.
+pub fn human(rate: f64) -> String {
+    match rate {
+        r if r >= 1e9 => format!("{:.2}G", r / 1e9),
+        r if r >= 1e6 => format!("{:.2}M", r / 1e6),
+        r if r >= 1e3 => format!("{:.1}k", r / 1e3),
+        r => format!("{r:.0}"),
+    }
+}

@@ -1,0 +1,38 @@
+//! `konane solve SIZE|POS`: `value: W|L` and `winning: MOVES`.
+
+use std::time::Instant;
+
+use konane_rules::Solver;
+
+use super::{human, parse_board};
+
+/// Arguments of `konane solve`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Board size (`6x6`, from the start) or a quoted position string.
+    board: String,
+    /// Transposition table size: 2^BITS buckets of 32 bytes.
+    #[arg(long, default_value_t = 22, value_parser = clap::value_parser!(u32).range(10..=30))]
+    table_bits: u32,
+}
+
+/// Solves exactly and prints the value for the side to move, every winning
+/// move, and the search statistics.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let position = parse_board(&args.board)?;
+    let size = position.size();
+    let start = Instant::now();
+    let mut solver = Solver::new(args.table_bits);
+    let solution = solver.solve(&position);
+    let seconds = start.elapsed().as_secs_f64();
+    println!("value: {}", if solution.win { "W" } else { "L" });
+    let winning: Vec<String> = solution.winning_moves.iter().map(|m| m.to_text(size)).collect();
+    println!("winning: {}", winning.join(" "));
+    println!(
+        "side: {}  nodes: {}  time: {seconds:.3}s  ({} nodes/s)",
+        position.side_to_move(),
+        solution.nodes,
+        human(solution.nodes as f64 / seconds.max(1e-9))
+    );
+    Ok(())
+}

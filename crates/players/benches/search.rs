@@ -1,0 +1,58 @@
+//! Search speed of the players: `cargo bench -p konane-players --bench search`.
+//!
+//! Each player's benchmark is one function added to the group at the bottom.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use konane_players::uct::UctPlayer;
+use konane_players::{Limits, Player};
+use konane_rules::{Position, Size};
+use rand::SeedableRng;
+use rand::seq::IndexedRandom;
+use rand_chacha::ChaCha8Rng;
+
+/// `count` positions of `size`, each `plies` random moves from the start
+/// (openings included), reproducible from `seed`; games that end early are
+/// replayed.
+fn midgame_positions(size: &str, plies: usize, count: usize, seed: u64) -> Vec<Position> {
+    let size: Size = size.parse().expect("a board size");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut positions = Vec::with_capacity(count);
+    while positions.len() < count {
+        let mut position = Position::start(size);
+        for _ in 0..plies {
+            match position.moves().choose(&mut rng) {
+                Some(&mv) => position.play_unchecked(mv),
+                None => break,
+            }
+        }
+        if !position.is_over() {
+            positions.push(position);
+        }
+    }
+    positions
+}
+
+/// UCT simulations per second (throughput in simulations) on 8x8 midgame
+/// positions, 20 to 30 plies in.
+fn bench_uct(c: &mut Criterion) {
+    const SIMS: u64 = 1000;
+    let mut group = c.benchmark_group("uct");
+    group.throughput(Throughput::Elements(SIMS));
+    let limits = Limits { nodes: Some(SIMS), ..Limits::default() };
+    for (i, plies) in [20, 24, 30].into_iter().enumerate() {
+        let position = midgame_positions("8x8", plies, 1, 17 + i as u64)[0];
+        let mut player = UctPlayer::new(limits, 1.0, 1);
+        // A root proven early would run fewer simulations than the throughput says.
+        let probe = player.choose(&position, &limits).expect("the game is not over");
+        assert_eq!(probe.nodes, SIMS, "{position} is solved too quickly to time");
+        group.bench_with_input(BenchmarkId::new("8x8", format!("ply{plies}")), &position, |b, pos| {
+            b.iter(|| player.choose(black_box(pos), &limits).expect("the game is not over"))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_uct);
+criterion_main!(benches);

@@ -1,0 +1,376 @@
+//! The arena: two players, many games in parallel, honest statistics.
+//!
+//! Games come in pairs that start from the same opening (black's and
+//! white's removals) with colours swapped, and the pairs walk through every
+//! legal opening of the board in a seeded order, so a result is not one
+//! opening's accident. Every game is seeded from the match seed and its
+//! index: with limits by depth, nodes or simulations a match replays exactly.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+use konane_rules::{Color, GameRecord, Move, Position, Size};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::{Limits, Player};
+
+/// Makes a fresh player for each game (its seed differs per game).
+pub trait PlayerFactory: Sync {
+    /// The player's name for reports.
+    fn label(&self) -> String;
+    /// A new player with this seed.
+    fn build(&self, seed: u64) -> Box<dyn Player>;
+}
+
+impl PlayerFactory for crate::PlayerSpec {
+    fn label(&self) -> String {
+        self.to_string()
+    }
+    fn build(&self, seed: u64) -> Box<dyn Player> {
+        crate::PlayerSpec::build(self, seed)
+    }
+}
+
+/// How a match is played.
+#[derive(Clone, Debug)]
+pub struct MatchConfig {
+    /// Board size.
+    pub size: Size,
+    /// Number of games (odd counts leave the last pair incomplete).
+    pub games: usize,
+    /// Worker threads (games run in parallel).
+    pub threads: usize,
+    /// Match seed: openings order and every player's seed derive from it.
+    pub seed: u64,
+}
+
+/// Why a game was not scored.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GameFault {
+    /// `A` or `B`.
+    pub player: char,
+    /// What happened.
+    pub reason: String,
+}
+
+/// One finished (or faulted) game.
+#[derive(Clone, Debug)]
+pub struct GameResult {
+    /// Index in the match.
+    pub index: usize,
+    /// A's colour.
+    pub a_color: Color,
+    /// The game's moves, openings included.
+    pub record: GameRecord,
+    /// Whether A won (meaningless when `fault` is set).
+    pub a_won: bool,
+    /// Set when a player failed; the game is then not scored.
+    pub fault: Option<GameFault>,
+    /// Thinking time and moves of A and of B.
+    pub time: [Duration; 2],
+    /// Moves played by A and by B.
+    pub moves: [u32; 2],
+}
+
+/// Openings as (black removal, white removal), in a seeded order.
+pub fn openings(size: Size, seed: u64) -> Vec<[Move; 2]> {
+    let start = Position::start(size);
+    let mut all = Vec::new();
+    for black in start.moves() {
+        let mut after = start;
+        after.play_unchecked(black);
+        for white in after.moves() {
+            all.push([black, white]);
+        }
+    }
+    all.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    all
+}
+
+/// Seeds of game `index`'s two players, independent across games.
+fn game_seeds(match_seed: u64, index: usize) -> [u64; 2] {
+    let base = match_seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    [base, base ^ 0xA5A5_A5A5_5A5A_5A5A]
+}
+
+/// A move took far longer than its limit: twice the time plus half a second.
+fn grossly_over(limits: &Limits, took: Duration) -> bool {
+    limits.movetime.is_some_and(|t| took > t * 2 + Duration::from_millis(500))
+}
+
+/// Plays game `index`: A takes black in even games, white in odd ones.
+pub fn play_game(
+    a: &dyn PlayerFactory,
+    b: &dyn PlayerFactory,
+    config: &MatchConfig,
+    opening: [Move; 2],
+    index: usize,
+) -> GameResult {
+    let seeds = game_seeds(config.seed, index);
+    let a_color = if index % 2 == 0 { Color::Black } else { Color::White };
+    let mut result = GameResult {
+        index,
+        a_color,
+        record: GameRecord::new(config.size),
+        a_won: false,
+        fault: None,
+        time: [Duration::ZERO; 2],
+        moves: [0; 2],
+    };
+    let mut position = Position::start(config.size);
+    for mv in opening {
+        if position.is_over() {
+            break;
+        }
+        position.play_unchecked(mv);
+        result.record.moves.push(mv);
+    }
+    let mut players = [a.build(seeds[0]), b.build(seeds[1])];
+    let fault = |who: usize, reason: String| Some(GameFault { player: ['A', 'B'][who], reason });
+    while !position.is_over() {
+        let who = if position.side_to_move() == a_color { 0 } else { 1 };
+        let player = &mut players[who];
+        let limits = player.limits();
+        let started = Instant::now();
+        let choice = catch_unwind(AssertUnwindSafe(|| player.choose(&position, &limits)));
+        let took = started.elapsed();
+        result.time[who] += took;
+        result.moves[who] += 1;
+        let mv = match choice {
+            Ok(Some(choice)) => choice.mv,
+            Ok(None) => {
+                result.fault = fault(who, format!("returned no move in {position}, which has legal moves"));
+                break;
+            }
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                result.fault = fault(who, format!("crashed: {message}"));
+                break;
+            }
+        };
+        if let Err(illegal) = position.play(mv) {
+            result.fault = fault(who, illegal.to_string());
+            break;
+        }
+        result.record.moves.push(mv);
+        if grossly_over(&limits, took) {
+            result.fault = fault(who, format!("took {took:?} for a move limited to {:?}", limits.movetime.unwrap()));
+            break;
+        }
+    }
+    if result.fault.is_none() {
+        let winner = position.winner().expect("the loop ends only when the game is over");
+        result.a_won = winner == a_color;
+        result.record.result = Some(winner);
+    }
+    result
+}
+
+/// Plays the whole match on `config.threads` threads, calling `on_game`
+/// as each game ends (in completion order); results come back in game order.
+///
+/// # Errors
+/// The thread pool could not be built.
+pub fn play_match(
+    a: &dyn PlayerFactory,
+    b: &dyn PlayerFactory,
+    config: &MatchConfig,
+    on_game: &(dyn Fn(&GameResult) + Sync),
+) -> Result<Vec<GameResult>, rayon::ThreadPoolBuildError> {
+    let openings = openings(config.size, config.seed);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(config.threads.max(1)).build()?;
+    let mut results: Vec<GameResult> = pool.install(|| {
+        (0..config.games)
+            .into_par_iter()
+            .map(|index| {
+                let opening = openings[(index / 2) % openings.len()];
+                let result = play_game(a, b, config, opening, index);
+                on_game(&result);
+                result
+            })
+            .collect()
+    });
+    results.sort_by_key(|r| r.index);
+    Ok(results)
+}
+
+/// A 95% interval.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Interval {
+    /// Lower end.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+}
+
+/// The statistics of a match, from A's side.
+#[derive(Clone, Debug, Serialize)]
+pub struct MatchSummary {
+    /// Player A.
+    pub a: String,
+    /// Player B.
+    pub b: String,
+    /// Board size.
+    pub size: String,
+    /// Games scored (faulted games excluded).
+    pub games: usize,
+    /// A's wins.
+    pub a_wins: usize,
+    /// B's wins.
+    pub b_wins: usize,
+    /// A's wins as black / games as black, and as white.
+    pub a_wins_as_black: usize,
+    /// A's wins as white.
+    pub a_wins_as_white: usize,
+    /// A's score in [0, 1].
+    pub score: f64,
+    /// Wilson 95% interval of the score.
+    pub score_interval: Interval,
+    /// Elo of A minus Elo of B (clamped at ±800 for perfect scores).
+    pub elo: f64,
+    /// 95% interval of the Elo difference.
+    pub elo_interval: Interval,
+    /// Mean plies per game, openings included.
+    pub mean_game_length: f64,
+    /// Mean thinking time per move of A and of B, in milliseconds.
+    pub ms_per_move: [f64; 2],
+    /// Games not scored, with the reason.
+    pub faults: Vec<(usize, GameFault)>,
+}
+
+/// Wilson score interval at 95% for `wins` out of `n`.
+pub fn wilson(wins: f64, n: f64) -> Interval {
+    if n == 0.0 {
+        return Interval { low: 0.0, high: 1.0 };
+    }
+    let z = 1.959_964;
+    let p = wins / n;
+    let denominator = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denominator;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denominator;
+    Interval { low: (centre - half).max(0.0), high: (centre + half).min(1.0) }
+}
+
+/// Elo difference for an expected score, clamped to ±800.
+pub fn elo(score: f64) -> f64 {
+    let clamped = score.clamp(1e-4, 1.0 - 1e-4);
+    (-400.0 * (1.0 / clamped - 1.0).log10()).clamp(-800.0, 800.0)
+}
+
+impl MatchSummary {
+    /// Sums up `results`.
+    pub fn new(a: String, b: String, size: Size, results: &[GameResult]) -> MatchSummary {
+        let scored: Vec<&GameResult> = results.iter().filter(|r| r.fault.is_none()).collect();
+        let games = scored.len();
+        let a_wins = scored.iter().filter(|r| r.a_won).count();
+        let wins_as = |c: Color| scored.iter().filter(|r| r.a_won && r.a_color == c).count();
+        let score = if games == 0 { 0.5 } else { a_wins as f64 / games as f64 };
+        let score_interval = wilson(a_wins as f64, games as f64);
+        let total_time = |i: usize| results.iter().map(|r| r.time[i].as_secs_f64()).sum::<f64>();
+        let total_moves = |i: usize| results.iter().map(|r| r.moves[i] as f64).sum::<f64>().max(1.0);
+        MatchSummary {
+            a,
+            b,
+            size: size.to_string(),
+            games,
+            a_wins,
+            b_wins: games - a_wins,
+            a_wins_as_black: wins_as(Color::Black),
+            a_wins_as_white: wins_as(Color::White),
+            score,
+            score_interval,
+            elo: elo(score),
+            elo_interval: Interval { low: elo(score_interval.low), high: elo(score_interval.high) },
+            mean_game_length: scored.iter().map(|r| r.record.moves.len() as f64).sum::<f64>() / games.max(1) as f64,
+            ms_per_move: [0, 1].map(|i| 1000.0 * total_time(i) / total_moves(i)),
+            faults: results.iter().filter_map(|r| r.fault.clone().map(|f| (r.index, f))).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PlayerSpec;
+
+    #[test]
+    fn wilson_and_elo_behave() {
+        let i = wilson(50.0, 100.0);
+        assert!((i.low - 0.404).abs() < 0.002 && (i.high - 0.596).abs() < 0.002, "{i:?}");
+        assert!((wilson(10.0, 10.0).high - 1.0).abs() < 1e-9);
+        assert!(elo(0.5).abs() < 1e-9);
+        assert!((elo(0.75) - 190.85).abs() < 0.1);
+        assert_eq!(elo(1.0), 800.0);
+    }
+
+    #[test]
+    fn openings_cover_every_legal_pair() {
+        let size: Size = "6x6".parse().unwrap();
+        let all = openings(size, 1);
+        // 4 black removals; the corner ones have 2 white replies, the middle ones 4.
+        assert_eq!(all.len(), 12);
+        let mut sorted = all.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 12);
+    }
+
+    #[test]
+    fn matches_are_reproducible_and_pairs_share_openings() {
+        let config = MatchConfig { size: "6x6".parse().unwrap(), games: 8, threads: 2, seed: 3 };
+        let a: PlayerSpec = "greedy".parse().unwrap();
+        let b: PlayerSpec = "random".parse().unwrap();
+        let first = play_match(&a, &b, &config, &|_| {}).unwrap();
+        let second = play_match(&a, &b, &config, &|_| {}).unwrap();
+        for (x, y) in first.iter().zip(&second) {
+            assert_eq!(x.record, y.record);
+        }
+        for pair in first.chunks(2) {
+            assert_eq!(pair[0].record.moves[..2], pair[1].record.moves[..2]);
+            assert_ne!(pair[0].a_color, pair[1].a_color);
+        }
+        assert!(first.iter().all(|r| r.fault.is_none() && r.record.result.is_some()));
+    }
+
+    struct Cheater;
+    impl Player for Cheater {
+        fn name(&self) -> String {
+            "cheater".into()
+        }
+        fn limits(&self) -> Limits {
+            Limits::default()
+        }
+        fn choose(&mut self, position: &Position, _: &Limits) -> Option<crate::Choice> {
+            // Always tries the first cell as a removal, legal or not.
+            Some(crate::Choice::plain(Move::Remove(position.size().cell(0, 0))))
+        }
+    }
+    struct CheaterFactory;
+    impl PlayerFactory for CheaterFactory {
+        fn label(&self) -> String {
+            "cheater".into()
+        }
+        fn build(&self, _: u64) -> Box<dyn Player> {
+            Box::new(Cheater)
+        }
+    }
+
+    #[test]
+    fn faulty_players_are_reported_not_scored() {
+        let config = MatchConfig { size: "6x6".parse().unwrap(), games: 4, threads: 1, seed: 1 };
+        let random: PlayerSpec = "random".parse().unwrap();
+        let results = play_match(&CheaterFactory, &random, &config, &|_| {}).unwrap();
+        let summary = MatchSummary::new("cheater".into(), "random".into(), config.size, &results);
+        assert_eq!(summary.faults.len(), 4);
+        assert_eq!(summary.games, 0);
+        assert!(summary.faults[0].1.reason.contains("illegal move a1"), "{:?}", summary.faults[0]);
+    }
+}
