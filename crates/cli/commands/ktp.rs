@@ -23,6 +23,7 @@ pub struct Args {
 /// Only protocol answers go to stdout; logs go to stderr.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let spec: PlayerSpec = args.player.parse()?;
-    let mut engine = KtpEngine::new(spec.build(args.seed));
+    let player = spec.build(args.seed).context("net players are not wired into this build yet")?;
+    let mut engine = KtpEngine::new(player);
     engine.run(io::stdin().lock(), io::stdout().lock()).context("KTP session")
 }

@@ -30,8 +30,10 @@ impl PlayerFactory for crate::PlayerSpec {
     fn label(&self) -> String {
         self.to_string()
     }
+    /// # Panics
+    /// For `net:` specs: those go through `konane_nn::player_factory`.
     fn build(&self, seed: u64) -> Box<dyn Player> {
-        crate::PlayerSpec::build(self, seed)
+        crate::PlayerSpec::build(self, seed).expect("net specs are built by konane_nn::player_factory")
     }
 }
 

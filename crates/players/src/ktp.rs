@@ -6,7 +6,7 @@
 //! use konane_players::PlayerSpec;
 //! use konane_players::ktp::KtpEngine;
 //!
-//! let player = "random".parse::<PlayerSpec>().unwrap().build(1);
+//! let player = "random".parse::<PlayerSpec>().unwrap().build(1).unwrap();
 //! let mut engine = KtpEngine::new(player);
 //! let mut output = Vec::new();
 //! engine.run("newgame 4x4\n7 show\nquit\n".as_bytes(), &mut output).unwrap();
@@ -405,7 +405,7 @@ mod tests {
     const START_8X8: &str = "WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW b";
 
     fn engine() -> KtpEngine {
-        KtpEngine::new(TEST_PLAYER.parse::<PlayerSpec>().unwrap().build(7))
+        KtpEngine::new(TEST_PLAYER.parse::<PlayerSpec>().unwrap().build(7).unwrap())
     }
 
     /// The full protocol text answered to `line`.

@@ -15,8 +15,9 @@ use crate::{Limits, Player};
 
 /// The forms a spec may take, for error messages.
 pub const VALID_FORMS: &str = "random | greedy | alphabeta:depth=N | alphabeta:ms=N | alphabeta:nodes=N | \
-     mcts:sims=N | mcts:ms=N (options combine with commas, e.g. alphabeta:depth=6,ms=500; \
-     any player takes seed=N; mcts takes c=X, the exploration constant)";
+     mcts:sims=N | mcts:ms=N | net:PATH,sims=N | net:init,sims=N (options combine with commas, e.g. \
+     alphabeta:depth=6,ms=500; any player takes seed=N; mcts takes c=X, the exploration constant; \
+     net sims=0 plays the raw policy)";
 
 /// A spec string that names no valid player.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -42,6 +43,13 @@ pub enum PlayerKind {
         /// UCT exploration constant.
         exploration: f64,
     },
+    /// PUCT guided by a network; built by `konane-nn`, which knows networks.
+    /// `limits.nodes == Some(0)` means the raw policy, without search.
+    Net {
+        /// A network file, a directory with a `LATEST` pointer, or `init`
+        /// (fresh seeded weights of the default network).
+        path: String,
+    },
 }
 
 /// A parsed player spec: a kind, its limits, and an optional fixed seed.
@@ -57,16 +65,23 @@ pub struct PlayerSpec {
 }
 
 impl PlayerSpec {
-    /// Builds the player, seeded with the spec's own seed if it has one,
-    /// else with `seed`.
-    pub fn build(&self, seed: u64) -> Box<dyn Player> {
+    /// Builds a baseline player, seeded with the spec's own seed if it has
+    /// one, else with `seed`; `None` for `net:` specs, which `konane-nn`'s
+    /// player factory builds.
+    pub fn build(&self, seed: u64) -> Option<Box<dyn Player>> {
         let seed = self.seed.unwrap_or(seed);
-        match self.kind {
+        Some(match self.kind {
             PlayerKind::Random => Box::new(RandomPlayer::new(seed)),
             PlayerKind::Greedy => Box::new(GreedyPlayer::new(seed)),
             PlayerKind::AlphaBeta => Box::new(AlphaBetaPlayer::new(self.limits, seed)),
             PlayerKind::Mcts { exploration } => Box::new(UctPlayer::new(self.limits, exploration, seed)),
-        }
+            PlayerKind::Net { .. } => return None,
+        })
+    }
+
+    /// The seed to build with: the spec's own, else `seed`.
+    pub fn seed_or(&self, seed: u64) -> u64 {
+        self.seed.unwrap_or(seed)
     }
 
     /// Whether the player's limits depend on the clock (results then vary
@@ -87,14 +102,29 @@ impl FromStr for PlayerSpec {
 
     fn from_str(text: &str) -> Result<PlayerSpec, SpecError> {
         let fail = |reason: String| SpecError { spec: text.to_string(), reason };
-        let (kind, options) = match text.split_once(':') {
+        let (kind, mut options) = match text.split_once(':') {
             Some((kind, options)) => (kind, Some(options)),
             None => (text, None),
         };
+        let mut net_path = None;
+        if kind == "net" {
+            // The path comes first: net:PATH,sims=N.
+            let rest = options.ok_or_else(|| fail("net needs a path: net:PATH,sims=N or net:init,sims=N".into()))?;
+            let (path, tail) = match rest.split_once(',') {
+                Some((path, tail)) => (path, Some(tail)),
+                None => (rest, None),
+            };
+            if path.is_empty() || path.contains('=') {
+                return Err(fail("net needs a path first: net:PATH,sims=N or net:init,sims=N".into()));
+            }
+            net_path = Some(path.to_string());
+            options = tail;
+        }
         let allowed: &[&str] = match kind {
             "random" | "greedy" => &["seed"],
             "alphabeta" => &["depth", "ms", "nodes", "seed"],
             "mcts" => &["sims", "ms", "c", "seed"],
+            "net" => &["sims", "ms", "seed"],
             "" => return Err(fail("empty player name".into())),
             other => return Err(fail(format!("unknown player '{other}'"))),
         };
@@ -122,6 +152,7 @@ impl FromStr for PlayerSpec {
                     limits.depth = Some(depth as u32);
                 }
                 "ms" => limits.movetime = Some(Duration::from_millis(positive("ms")?)),
+                "sims" if kind == "net" && value == "0" => limits.nodes = Some(0),
                 "nodes" | "sims" => limits.nodes = Some(positive(key)?),
                 "c" => {
                     exploration = value
@@ -142,6 +173,12 @@ impl FromStr for PlayerSpec {
                     limits.depth = Some(4);
                 }
                 PlayerKind::AlphaBeta
+            }
+            "net" => {
+                if limits.nodes.is_none() && limits.movetime.is_none() {
+                    limits.nodes = Some(800);
+                }
+                PlayerKind::Net { path: net_path.expect("set for net above") }
             }
             _ => {
                 if limits.nodes.is_none() && limits.movetime.is_none() {
@@ -169,6 +206,11 @@ mod tests {
         assert_eq!(spec.seed, Some(9));
         assert_eq!(spec.kind, PlayerKind::Mcts { exploration: 1.4 });
         assert_eq!("alphabeta".parse::<PlayerSpec>().unwrap().limits.depth, Some(4));
+        let spec: PlayerSpec = "net:checkpoints/6x6,sims=0".parse().unwrap();
+        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/6x6".into() });
+        assert_eq!(spec.limits.nodes, Some(0));
+        assert!(spec.build(1).is_none());
+        assert_eq!("net:init".parse::<PlayerSpec>().unwrap().limits.nodes, Some(800));
     }
 
     #[test]
@@ -181,6 +223,9 @@ mod tests {
             ("random:depth=3", "no option 'depth'"),
             ("alphabeta:depth", "not key=value"),
             ("mcts:c=-2", "c=-2"),
+            ("net:sims=5", "path first"),
+            ("net", "needs a path"),
+            ("net:x,depth=3", "no option 'depth'"),
             ("", "empty"),
         ] {
             let err = spec.parse::<PlayerSpec>().unwrap_err().to_string();

@@ -87,7 +87,7 @@ impl<B: Bits> Board<B> {
             opening_cells: B::EMPTY,
             size,
             side,
-            hash: if side == Color::White { zobrist::WHITE_TO_MOVE } else { 0 },
+            hash: zobrist::size(size) ^ if side == Color::White { zobrist::WHITE_TO_MOVE } else { 0 },
         };
         for cell in size.opening_cells() {
             board.opening_cells |= B::single(cell.index());

@@ -40,3 +40,9 @@ pub const WHITE_TO_MOVE: u64 = 0x2D35_8DCC_AA6C_78A5;
 pub fn stone(color: Color, cell: usize) -> u64 {
     STONE_KEYS[color.index()][cell]
 }
+
+/// Key of the board size, so equal stone patterns on boards of equal cell
+/// count but different shape (4x4 and 2x8) never share a hash.
+pub fn size(size: crate::geometry::Size) -> u64 {
+    splitmix64(((size.cols() as u64) << 8 | size.rows() as u64) ^ 0x5EED_0F5A_1E5E_ED00).1
+}

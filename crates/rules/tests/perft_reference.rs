@@ -11,10 +11,7 @@ const LEAF_BUDGET: u64 = 60_000_000;
 fn perft_matches_every_reachable_reference_row() {
     let table = include_str!("data/perft.tsv");
     let mut checked = 0;
-    for line in table
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("size"))
-    {
+    for line in table.lines().filter(|l| !l.starts_with('#') && !l.starts_with("size")) {
         let fields: Vec<&str> = line.split('\t').collect();
         let size: Size = fields[0].parse().unwrap();
         let depth: u32 = fields[1].parse().unwrap();
@@ -22,11 +19,7 @@ fn perft_matches_every_reachable_reference_row() {
         if leaves > LEAF_BUDGET {
             continue;
         }
-        assert_eq!(
-            perft(&Position::start(size), depth),
-            leaves,
-            "{size} depth {depth}"
-        );
+        assert_eq!(perft(&Position::start(size), depth), leaves, "{size} depth {depth}");
         checked += 1;
     }
     assert!(checked >= 50, "only {checked} rows checked");
