@@ -25,6 +25,8 @@ enum Command {
     Show(commands::show::Args),
     /// Play a match between two players and report score and Elo.
     Eval(commands::eval::Args),
+    /// Round robin between several players, with Bradley–Terry Elo.
+    Tournament(commands::tournament::Args),
     /// Run an engine speaking KTP (the Kōnane Text Protocol) on stdin/stdout.
     Ktp(commands::ktp::Args),
 }
@@ -35,6 +37,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Solve(args) => commands::solve::run(args),
         Command::Show(args) => commands::show::run(args),
         Command::Eval(args) => commands::eval::run(args),
+        Command::Tournament(args) => commands::tournament::run(args),
         Command::Ktp(args) => commands::ktp::run(args),
     }
 }

@@ -5,6 +5,7 @@ pub mod ktp;
 pub mod perft;
 pub mod show;
 pub mod solve;
+pub mod tournament;
 
 use anyhow::Context;
 use konane_rules::{Position, Size};

@@ -1,0 +1,84 @@
+//! `konane tournament --players a,b,c --size 6x6 --games 200`: every pair
+//! plays a match; Elo for all from one Bradley–Terry fit (first player = 0).
+
+use anyhow::Context;
+use konane_players::PlayerSpec;
+use konane_players::arena::{MatchConfig, MatchSummary, bradley_terry_elo, play_match};
+use konane_rules::Size;
+
+/// Arguments of `konane tournament`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Player specs separated by spaces or semicolons; the first is the Elo anchor (0).
+    #[arg(long, num_args = 1.., value_delimiter = ';', required = true)]
+    players: Vec<String>,
+    /// Board size.
+    #[arg(long, default_value = "6x6")]
+    size: String,
+    /// Games per pairing.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    games: u64,
+    /// Games played at once (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Match seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Plays the round robin and prints a Markdown table.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let specs: Vec<PlayerSpec> = args
+        .players
+        .iter()
+        .map(|p| p.parse::<PlayerSpec>().with_context(|| "--players".to_string()))
+        .collect::<anyhow::Result<_>>()?;
+    anyhow::ensure!(specs.len() >= 2, "--players needs at least two players, separated by ';'");
+    let size: Size = args.size.parse().context("--size")?;
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    anyhow::ensure!(threads >= 1, "--threads must be at least 1");
+    let n = specs.len();
+    let mut wins = vec![vec![0.0; n]; n];
+    let mut faults = 0;
+    for i in 0..n {
+        for j in i + 1..n {
+            let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
+            let results = play_match(&specs[i], &specs[j], &config, &|_| {})?;
+            let s = MatchSummary::new(specs[i].to_string(), specs[j].to_string(), size, &results);
+            tracing::info!(a = %specs[i], b = %specs[j], score = s.score, "pairing done");
+            wins[i][j] += s.a_wins as f64;
+            wins[j][i] += s.b_wins as f64;
+            faults += s.faults.len();
+        }
+    }
+    let elo = bradley_terry_elo(&wins);
+    println!("| player | Elo | score |");
+    println!("| --- | --- | --- |");
+    for i in 0..n {
+        let won: f64 = wins[i].iter().sum();
+        let played: f64 = (0..n).map(|j| wins[i][j] + wins[j][i]).sum();
+        println!("| `{}` | {:+.0} | {:.1}% |", specs[i], elo[i], 100.0 * won / played.max(1.0));
+    }
+    println!();
+    print!("| A \\ B |");
+    for spec in &specs {
+        print!(" `{spec}` |");
+    }
+    println!();
+    println!("|{}", " --- |".repeat(n + 1));
+    for i in 0..n {
+        print!("| `{}` |", specs[i]);
+        for j in 0..n {
+            if i == j {
+                print!(" – |");
+            } else {
+                print!(" {:.0}/{:.0} |", wins[i][j], wins[i][j] + wins[j][i]);
+            }
+        }
+        println!();
+    }
+    if faults > 0 {
+        println!("\n{faults} games were not scored (player faults); see `konane eval` for details");
+    }
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! A [`Player`] that searches with PUCT, or plays the evaluator's policy raw.
+//!
+//! * **Limits.** `nodes` is the number of new simulations per move and
+//!   `movetime` a deadline checked between batches; with neither set a move
+//!   gets [`DEFAULT_SIMULATIONS`].
+//! * **Tree reuse.** The tree is kept between moves: if the new position is
+//!   the previous root, one of its children or grandchildren (our move and
+//!   the opponent's reply), the search continues in that subtree; otherwise
+//!   it starts afresh. [`Player::new_game`] drops the tree.
+//! * **Determinism.** Moves are the most visited (ties broken by value,
+//!   prior, then legal-move order), so for a seed and a simulation limit
+//!   the player is deterministic, provided its evaluator is.
+//! * **Raw policy.** With `raw_policy` the player evaluates the position
+//!   once and plays the move of highest prior (the earliest on ties): how
+//!   strong the network is without search.
+
+use std::time::Instant;
+
+use konane_players::{Choice, Limits, Player};
+use konane_rules::Position;
+
+use crate::evaluator::Evaluator;
+use crate::search::{Search, SearchConfig};
+
+/// Simulations per move when neither `nodes` nor `movetime` is set.
+pub const DEFAULT_SIMULATIONS: u64 = 800;
+
+/// PUCT player over an [`Evaluator`]; see the module documentation.
+pub struct MctsPlayer<E: Evaluator> {
+    evaluator: E,
+    search: Search,
+    limits: Limits,
+    seed: u64,
+    raw_policy: bool,
+    positions: Vec<Position>,
+    values: Vec<f32>,
+    priors: Vec<f32>,
+}
+
+impl<E: Evaluator> MctsPlayer<E> {
+    /// A player searching with `config` under default `limits`, its noise
+    /// (if any) drawn from `seed`; with `raw_policy` it plays the
+    /// evaluator's favourite move without searching.
+    pub fn new(evaluator: E, config: SearchConfig, limits: Limits, seed: u64, raw_policy: bool) -> MctsPlayer<E> {
+        MctsPlayer {
+            evaluator,
+            search: Search::new(config, seed),
+            limits,
+            seed,
+            raw_policy,
+            positions: Vec::with_capacity(1),
+            values: Vec::new(),
+            priors: Vec::new(),
+        }
+    }
+
+    /// The search, with the tree of the last move (root statistics for
+    /// analysis).
+    pub fn search(&self) -> &Search {
+        &self.search
+    }
+
+    /// The evaluator.
+    pub fn evaluator_mut(&mut self) -> &mut E {
+        &mut self.evaluator
+    }
+
+    /// Plays the highest prior without search.
+    fn choose_raw(&mut self, position: &Position) -> Option<Choice> {
+        let moves = position.moves();
+        if moves.is_empty() {
+            return None;
+        }
+        self.positions.clear();
+        self.positions.push(*position);
+        self.values.clear();
+        self.priors.clear();
+        self.evaluator.evaluate(&self.positions, &mut self.values, &mut self.priors);
+        let mut best = 0;
+        for (i, &p) in self.priors.iter().enumerate().take(moves.len()) {
+            if p > self.priors[best] {
+                best = i;
+            }
+        }
+        Some(Choice { mv: moves[best], nodes: 0, depth: 0, value: self.values.first().copied() })
+    }
+}
+
+impl<E: Evaluator> Player for MctsPlayer<E> {
+    fn name(&self) -> String {
+        let c = self.search.config();
+        if self.raw_policy { "puct(raw policy)".into() } else { format!("puct(c={},seed={})", c.c_puct, self.seed) }
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn choose(&mut self, position: &Position, limits: &Limits) -> Option<Choice> {
+        if self.raw_policy {
+            return self.choose_raw(position);
+        }
+        let start = Instant::now();
+        if position.is_over() {
+            return None;
+        }
+        self.search.set_root_reusing(*position);
+        let simulations =
+            limits.nodes.unwrap_or(if limits.movetime.is_some() { u64::MAX } else { DEFAULT_SIMULATIONS });
+        let run = self.search.run(&mut self.evaluator, simulations, limits.deadline(start));
+        let mv = self.search.best_move()?;
+        Some(Choice { mv, nodes: run, depth: 0, value: Some(self.search.root_value()) })
+    }
+
+    fn new_game(&mut self) {
+        // Only the tree: the noise generator carries on, as other players' do.
+        self.search.clear();
+    }
+}

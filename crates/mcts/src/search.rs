@@ -1,0 +1,698 @@
+//! PUCT search (AlphaZero, KataGo, Leela Zero) with a stepwise, batched
+//! interface.
+//!
+//! A search is driven in steps so that one evaluator call can serve many
+//! searches (a self-play driver batching many games):
+//!
+//! 1. [`Search::gather`] descends from the root up to `max_leaves` times and
+//!    returns the leaves that need the network;
+//! 2. the caller evaluates them, possibly together with other searches';
+//! 3. [`Search::apply`] expands those leaves and backs their values up.
+//!
+//! [`Search::run`] is that loop for a single search and evaluator.
+//!
+//! * **Selection.** PUCT: `Q + c_puct * P * sqrt(N_parent) / (1 + N)`, where
+//!   `N_parent` counts the parent's own evaluation (so the first choice under
+//!   a fresh node follows the priors). An unvisited child gets the KataGo
+//!   first-play urgency `Q_parent - fpu_reduction * sqrt(sum of the priors of
+//!   visited children)`. Ties go to the earlier child (legal-move order), so
+//!   the search is deterministic for a seed.
+//! * **Batching.** Each descent adds a virtual loss to every node on its
+//!   path (it counts as `virtual_loss` extra visits that lost) so the next
+//!   descents of the same gather spread out. A descent that reaches a leaf
+//!   already waiting for the evaluator (a collision) is dropped: it is not a
+//!   simulation, but its virtual loss stays until the gather ends, steering
+//!   the later descents of the gather elsewhere (Leela Zero's approach).
+//! * **Exact values.** A leaf whose side to move has no move is scored -1
+//!   for that side at once, without the evaluator. Proofs propagate up
+//!   (MCTS-solver): a node with a child won for its mover is lost for its
+//!   own mover, a node whose children are all lost for their mover is won.
+//!   A descent that reaches a proven node (other than the root) backs its
+//!   exact value up at once; at the root a proven-winning move is selected
+//!   immediately, so once the root is solved further simulations only add
+//!   visits to the winning move, cheaply.
+//! * **Noise.** With `dirichlet_epsilon > 0` the root priors are mixed with
+//!   Dirichlet noise (from the search's seeded generator) whenever a node
+//!   becomes the root with children: at its expansion, or at
+//!   [`Search::advance`] if the kept subtree's root is already expanded.
+//! * **Tree reuse.** [`Search::advance`] keeps the played move's subtree by
+//!   copying it into a second arena and swapping (see `Tree::reroot`), so
+//!   nodes stay contiguous and a game of reuse never accumulates dead nodes.
+//! * **Memory.** The arena stops growing at `max_nodes`; past it a leaf is
+//!   evaluated and backed up but not expanded (the root always is).
+
+use std::time::Instant;
+
+use konane_rules::{Move, MoveList, Position};
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Gamma};
+
+use crate::evaluator::Evaluator;
+use crate::tree::{Node, Proof, ROOT, State, Tree};
+
+/// Settings of a search.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SearchConfig {
+    /// Exploration constant of PUCT.
+    pub c_puct: f32,
+    /// First-play urgency: an unvisited child is valued at the parent's
+    /// value less `fpu_reduction * sqrt(sum of visited children's priors)`.
+    pub fpu_reduction: f32,
+    /// Concentration of the root Dirichlet noise; about 10 / average number
+    /// of legal moves.
+    pub dirichlet_alpha: f32,
+    /// Weight of the root noise in the priors; 0 turns it off (self-play
+    /// uses 0.25).
+    pub dirichlet_epsilon: f32,
+    /// Virtual visits, each a loss, that a descent in flight adds to the
+    /// nodes on its path.
+    pub virtual_loss: u32,
+    /// Leaves gathered per evaluator call by [`Search::run`].
+    pub batch_size: usize,
+    /// The arena stops growing at this many nodes (40 bytes each; the
+    /// default, 8M nodes, is about 320 MB).
+    pub max_nodes: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> SearchConfig {
+        SearchConfig {
+            c_puct: 1.5,
+            fpu_reduction: 0.2,
+            dirichlet_alpha: 0.3,
+            dirichlet_epsilon: 0.0,
+            virtual_loss: 1,
+            batch_size: 16,
+            max_nodes: 1 << 23,
+        }
+    }
+}
+
+/// A root move with what the search learnt about it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RootChild {
+    /// The move.
+    pub mv: Move,
+    /// Completed simulations through the move.
+    pub visits: u32,
+    /// Its prior (with the root noise, if any).
+    pub prior: f32,
+    /// Mean value for the side to move at the root (0 if unvisited).
+    pub value: f32,
+    /// `Some(true)` if the move is proven to win, `Some(false)` to lose.
+    pub proven: Option<bool>,
+}
+
+/// A leaf handed to the evaluator by the last gather.
+#[derive(Clone, Copy)]
+struct Leaf {
+    node: u32,
+    position: Position,
+}
+
+/// How one descent ended.
+enum Descent {
+    /// At a leaf to evaluate, now pending.
+    Leaf,
+    /// At an exact value, already backed up.
+    Done,
+    /// At a leaf another descent of this gather is evaluating.
+    Collision(u32),
+}
+
+/// A PUCT search tree with its root position; see the module documentation.
+pub struct Search {
+    config: SearchConfig,
+    rng: ChaCha8Rng,
+    gamma: Option<Gamma<f64>>,
+    tree: Tree,
+    root: Option<Position>,
+    simulations: u64,
+    pending: Vec<Leaf>,
+    collisions: Vec<u32>,
+    moves: MoveList,
+    noise: Vec<f64>,
+    // Buffers of `run`, kept to avoid allocating per batch.
+    positions: Vec<Position>,
+    values: Vec<f32>,
+    priors: Vec<f32>,
+}
+
+impl Search {
+    /// A search with `config`, seeding its noise generator with `seed`.
+    /// Call [`Search::set_root`] before searching.
+    ///
+    /// # Panics
+    /// On a meaningless config: negative `c_puct`, `dirichlet_epsilon`
+    /// outside [0, 1], non-positive `dirichlet_alpha` with noise on, or a
+    /// zero `batch_size`.
+    pub fn new(config: SearchConfig, seed: u64) -> Search {
+        assert!(config.c_puct >= 0.0, "c_puct must be >= 0");
+        assert!((0.0..=1.0).contains(&config.dirichlet_epsilon), "dirichlet_epsilon must be in [0, 1]");
+        assert!(config.batch_size > 0, "batch_size must be at least 1");
+        let gamma = (config.dirichlet_epsilon > 0.0).then(|| {
+            Gamma::new(config.dirichlet_alpha as f64, 1.0).expect("dirichlet_alpha must be > 0 when the noise is on")
+        });
+        Search {
+            config,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            gamma,
+            tree: Tree::default(),
+            root: None,
+            simulations: 0,
+            pending: Vec::new(),
+            collisions: Vec::new(),
+            moves: MoveList::new(),
+            noise: Vec::new(),
+            positions: Vec::new(),
+            values: Vec::new(),
+            priors: Vec::new(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SearchConfig {
+        &self.config
+    }
+
+    /// Starts a new tree at `position`, dropping the old one (and any
+    /// gathered leaves not yet applied).
+    pub fn set_root(&mut self, position: Position) {
+        self.tree.reset();
+        self.root = Some(position);
+        self.simulations = 0;
+        self.pending.clear();
+        self.collisions.clear();
+        self.mark_terminal_root();
+    }
+
+    /// Drops the tree and the root position.
+    pub fn clear(&mut self) {
+        self.tree.reset();
+        self.root = None;
+        self.simulations = 0;
+        self.pending.clear();
+        self.collisions.clear();
+    }
+
+    /// The root position, once set.
+    pub fn root_position(&self) -> Option<&Position> {
+        self.root.as_ref()
+    }
+
+    /// Simulations completed since the root was set or last advanced: leaves
+    /// evaluated (the root's own evaluation is the first) plus exact values
+    /// backed up; collisions do not count. On a fresh tree the root's child
+    /// visits sum to `simulations() - 1`.
+    pub fn simulations(&self) -> u64 {
+        self.simulations
+    }
+
+    /// Nodes in the arena.
+    pub fn tree_size(&self) -> usize {
+        self.tree.nodes.len()
+    }
+
+    /// Descends from the root up to `max_leaves` times, pushing onto
+    /// `out_positions` the leaves that need evaluating; returns how many it
+    /// pushed. Descents ending at a known value (no legal move, or a proven
+    /// node) are backed up at once and push nothing; a descent reaching a
+    /// leaf already pushed by this gather is dropped. Returns 0 at a root
+    /// with no legal move.
+    ///
+    /// # Panics
+    /// No root set, or the previous gather's leaves not yet applied.
+    pub fn gather(&mut self, max_leaves: usize, out_positions: &mut Vec<Position>) -> usize {
+        let root = self.root.expect("set_root before gather");
+        assert!(self.pending.is_empty(), "apply the previous gather's evaluations first");
+        if self.tree.root().state == State::Expanded && self.tree.root().num_children == 0 {
+            return 0;
+        }
+        for _ in 0..max_leaves {
+            match self.descend(root, out_positions) {
+                Descent::Leaf | Descent::Done => {}
+                Descent::Collision(node) => self.collisions.push(node),
+            }
+        }
+        for node in self.collisions.drain(..) {
+            self.tree.revert(node);
+        }
+        self.pending.len()
+    }
+
+    /// Expands the leaves of the last gather with their evaluations and backs
+    /// the values up, in gather order. `values` holds one value per leaf (for
+    /// its side to move), `priors` the leaves' move priors one after another,
+    /// each in legal-move order: the [`Evaluator`] layout. Priors that do not
+    /// sum to 1 are renormalised (uniform if they sum to 0).
+    ///
+    /// # Panics
+    /// If the lengths do not match the gathered leaves.
+    pub fn apply(&mut self, values: &[f32], priors: &[f32]) {
+        assert_eq!(values.len(), self.pending.len(), "one value per gathered position");
+        let mut pending = std::mem::take(&mut self.pending);
+        let mut offset = 0;
+        for (leaf, &value) in pending.iter().zip(values) {
+            leaf.position.legal_moves(&mut self.moves);
+            let end = offset + self.moves.len();
+            let leaf_priors = priors.get(offset..end).expect("one prior per legal move of each gathered position");
+            offset = end;
+            self.expand(leaf.node, leaf_priors);
+            debug_assert!(value.is_finite(), "evaluator value {value}");
+            // The evaluator scores the side to move at the leaf; the tree
+            // stores values for the player who moved into it.
+            self.tree.backup(leaf.node, -(value.clamp(-1.0, 1.0) as f64));
+            self.simulations += 1;
+        }
+        assert_eq!(offset, priors.len(), "one prior per legal move of each gathered position");
+        pending.clear();
+        self.pending = pending;
+    }
+
+    /// Runs up to `simulations` more simulations, in batches of
+    /// `batch_size` leaves per evaluator call, stopping early at `deadline`
+    /// (checked between batches; the first batch always runs, so the root
+    /// is expanded) or at a root with no legal move. Returns the simulations
+    /// run.
+    pub fn run(&mut self, evaluator: &mut dyn Evaluator, simulations: u64, deadline: Option<Instant>) -> u64 {
+        let start = self.simulations;
+        let target = start.saturating_add(simulations);
+        let mut positions = std::mem::take(&mut self.positions);
+        let mut values = std::mem::take(&mut self.values);
+        let mut priors = std::mem::take(&mut self.priors);
+        while self.simulations < target {
+            let before = self.simulations;
+            let want = (target - self.simulations).min(self.config.batch_size as u64) as usize;
+            positions.clear();
+            if self.gather(want, &mut positions) > 0 {
+                values.clear();
+                priors.clear();
+                evaluator.evaluate(&positions, &mut values, &mut priors);
+                self.apply(&values, &priors);
+            }
+            if self.simulations == before || deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+        }
+        self.positions = positions;
+        self.values = values;
+        self.priors = priors;
+        self.simulations - start
+    }
+
+    /// The root moves with their visit counts, in legal-move order (the
+    /// policy training target); empty until the root is expanded.
+    pub fn root_visits(&self) -> impl Iterator<Item = (Move, u32)> + '_ {
+        self.root_nodes().iter().map(|n| (n.mv, n.visits))
+    }
+
+    /// The root moves with their statistics, in legal-move order.
+    pub fn root_children(&self) -> impl Iterator<Item = RootChild> + '_ {
+        self.root_nodes().iter().map(|n| RootChild {
+            mv: n.mv,
+            visits: n.visits,
+            prior: n.prior,
+            value: n.mean() as f32,
+            proven: match n.proof {
+                Proof::Unknown => None,
+                Proof::MoverWins => Some(true),
+                Proof::MoverLoses => Some(false),
+            },
+        })
+    }
+
+    /// Mean value of the search for the side to move at the root, in
+    /// [-1, 1]; exactly ±1 once the root is proven, 0 before any simulation.
+    pub fn root_value(&self) -> f32 {
+        match self.root_proof() {
+            Some(true) => 1.0,
+            Some(false) => -1.0,
+            None => -self.tree.root().mean() as f32,
+        }
+    }
+
+    /// `Some(true)` if the side to move at the root is proven to win,
+    /// `Some(false)` to lose, `None` while unknown.
+    pub fn root_proof(&self) -> Option<bool> {
+        self.root.as_ref()?;
+        match self.tree.root().proof {
+            Proof::Unknown => None,
+            Proof::MoverWins => Some(false),
+            Proof::MoverLoses => Some(true),
+        }
+    }
+
+    /// The move to play: a proven win if there is one (the most visited),
+    /// else the most visited move not proven lost (ties: higher value, then
+    /// higher prior, then legal-move order), else the most visited move.
+    /// `None` if the root has no legal move or was never expanded.
+    pub fn best_move(&self) -> Option<Move> {
+        let children = self.root_nodes();
+        let better = |a: &Node, b: &Node| {
+            (a.visits, a.mean(), a.prior).partial_cmp(&(b.visits, b.mean(), b.prior)).is_some_and(|o| o.is_gt())
+        };
+        let pick = |keep: &dyn Fn(&Node) -> bool| {
+            let mut best: Option<&Node> = None;
+            for n in children.iter().filter(|n| keep(n)) {
+                if best.is_none_or(|b| better(n, b)) {
+                    best = Some(n);
+                }
+            }
+            best.map(|n| n.mv)
+        };
+        pick(&|n| n.proof == Proof::MoverWins)
+            .or_else(|| pick(&|n| n.proof != Proof::MoverLoses))
+            .or_else(|| pick(&|_| true))
+    }
+
+    /// A move drawn in proportion to `visits^(1 / temperature)` among the
+    /// moves not proven lost (all moves if every one is); temperature 0 (or
+    /// less) is [`Search::best_move`]. A proven win is always played: it
+    /// keeps self-play games honest at no cost to their opening variety.
+    pub fn choose_move<R: Rng + ?Sized>(&self, temperature: f32, rng: &mut R) -> Option<Move> {
+        let children = self.root_nodes();
+        if temperature <= 0.0 || children.iter().any(|n| n.proof == Proof::MoverWins) {
+            return self.best_move();
+        }
+        let any_open = children.iter().any(|n| n.proof != Proof::MoverLoses);
+        let eligible = |n: &Node| !any_open || n.proof != Proof::MoverLoses;
+        let max = children.iter().filter(|n| eligible(n)).map(|n| n.visits).max().unwrap_or(0);
+        if max == 0 {
+            return self.best_move();
+        }
+        // Scaled by the largest count first so that small temperatures
+        // cannot overflow.
+        let exponent = 1.0 / temperature as f64;
+        let weight = |n: &Node| {
+            if eligible(n) { (n.visits as f64 / max as f64).powf(exponent) } else { 0.0 }
+        };
+        let total: f64 = children.iter().map(weight).sum();
+        let mut r = rng.random::<f64>() * total;
+        let mut last = None;
+        for n in children {
+            let w = weight(n);
+            if w > 0.0 {
+                last = Some(n.mv);
+                if r < w {
+                    return Some(n.mv);
+                }
+                r -= w;
+            }
+        }
+        last
+    }
+
+    /// Plays `mv` from the root and keeps its subtree as the new tree (its
+    /// visits and values carry over; [`Search::simulations`] restarts at 0).
+    /// If the root was never expanded the tree starts afresh.
+    ///
+    /// # Panics
+    /// No root set, `mv` illegal at the root, or leaves gathered but not
+    /// applied.
+    pub fn advance(&mut self, mv: Move) {
+        let mut position = self.root.expect("set_root before advance");
+        assert!(self.pending.is_empty(), "apply the gathered evaluations before advancing");
+        if let Err(e) = position.play(mv) {
+            panic!("advance: {e}");
+        }
+        let child = self.tree.root().children().find(|&c| self.tree.nodes[c].mv == mv);
+        match child {
+            Some(child) => {
+                self.tree.reroot(child as u32);
+                self.root = Some(position);
+                self.simulations = 0;
+                self.mark_terminal_root();
+                if self.tree.root().state == State::Expanded {
+                    self.add_root_noise();
+                }
+            }
+            None => self.set_root(position),
+        }
+    }
+
+    /// Makes `position` the root, keeping the subtree if it is the root
+    /// itself, a child or a grandchild of the current root (one's own move
+    /// and the opponent's reply); otherwise starts afresh. Returns whether a
+    /// tree was kept.
+    pub fn set_root_reusing(&mut self, position: Position) -> bool {
+        let Some(root) = self.root else {
+            self.set_root(position);
+            return false;
+        };
+        if !self.pending.is_empty() {
+            self.set_root(position);
+            return false;
+        }
+        if root == position {
+            return true;
+        }
+        let nodes = &self.tree.nodes;
+        let mut path = None;
+        'search: for c in nodes[ROOT as usize].children() {
+            let mut child = root;
+            child.play_unchecked(nodes[c].mv);
+            if child == position {
+                path = Some((nodes[c].mv, None));
+                break;
+            }
+            for g in nodes[c].children() {
+                let mut grandchild = child;
+                grandchild.play_unchecked(nodes[g].mv);
+                if grandchild == position {
+                    path = Some((nodes[c].mv, Some(nodes[g].mv)));
+                    break 'search;
+                }
+            }
+        }
+        match path {
+            Some((first, second)) => {
+                self.advance(first);
+                if let Some(second) = second {
+                    self.advance(second);
+                }
+                true
+            }
+            None => {
+                self.set_root(position);
+                false
+            }
+        }
+    }
+
+    fn root_nodes(&self) -> &[Node] {
+        if self.root.is_none() {
+            return &[];
+        }
+        &self.tree.nodes[self.tree.root().children()]
+    }
+
+    /// Marks a root with no legal move as expanded (no children) and lost,
+    /// so that gather never has to select from it.
+    fn mark_terminal_root(&mut self) {
+        let over = self.root.is_some_and(|p| p.is_over());
+        let root = &mut self.tree.nodes[ROOT as usize];
+        if over && root.state != State::Expanded {
+            root.state = State::Expanded;
+            root.num_children = 0;
+            root.proof = Proof::MoverWins;
+        }
+    }
+
+    /// One descent from the root with virtual loss; a leaf to evaluate is
+    /// added to the pending list and to `out`.
+    fn descend(&mut self, root: Position, out: &mut Vec<Position>) -> Descent {
+        let mut node = ROOT;
+        let mut position = root;
+        loop {
+            let n = &mut self.tree.nodes[node as usize];
+            n.in_flight += 1;
+            if node != ROOT && n.proof != Proof::Unknown {
+                let value = if n.proof == Proof::MoverWins { 1.0 } else { -1.0 };
+                self.tree.backup(node, value);
+                self.simulations += 1;
+                return Descent::Done;
+            }
+            match n.state {
+                State::Pending => return Descent::Collision(node),
+                State::Unexpanded => {
+                    if position.is_over() {
+                        // The side to move has lost: exact, no evaluator.
+                        n.state = State::Expanded;
+                        n.num_children = 0;
+                        n.proof = Proof::MoverWins;
+                        self.tree.propagate_proof(node);
+                        self.tree.backup(node, 1.0);
+                        self.simulations += 1;
+                        return Descent::Done;
+                    }
+                    n.state = State::Pending;
+                    out.push(position);
+                    self.pending.push(Leaf { node, position });
+                    return Descent::Leaf;
+                }
+                State::Expanded => {
+                    let child = self.select(node);
+                    position.play_unchecked(self.tree.nodes[child as usize].mv);
+                    node = child;
+                }
+            }
+        }
+    }
+
+    /// The PUCT choice among the children of the expanded `node`; a child
+    /// proven won for the mover is taken at once, children proven lost for
+    /// the mover are skipped unless all are.
+    fn select(&self, node: u32) -> u32 {
+        let parent = &self.tree.nodes[node as usize];
+        let range = parent.children();
+        let first = range.start;
+        let children = &self.tree.nodes[range];
+        let mut visited_policy = 0.0f64;
+        for (i, c) in children.iter().enumerate() {
+            if c.proof == Proof::MoverWins {
+                return (first + i) as u32;
+            }
+            if c.visits + c.in_flight > 0 {
+                visited_policy += c.prior as f64;
+            }
+        }
+        let virtual_loss = self.config.virtual_loss as f64;
+        // The parent's own in-flight count includes this descent.
+        let parent_n = parent.visits as f64 + (parent.in_flight - 1) as f64 * virtual_loss;
+        let explore = self.config.c_puct as f64 * parent_n.max(1.0).sqrt();
+        let parent_q = -parent.mean();
+        let fpu = parent_q - self.config.fpu_reduction as f64 * visited_policy.sqrt();
+        let mut best = (usize::MAX, f64::NEG_INFINITY);
+        let mut best_lost = (usize::MAX, f64::NEG_INFINITY);
+        for (i, c) in children.iter().enumerate() {
+            let lost = c.in_flight as f64 * virtual_loss;
+            let n = c.visits as f64 + lost;
+            let q = if n == 0.0 { fpu } else { (c.value_sum - lost) / n };
+            let score = q + explore * c.prior as f64 / (1.0 + n);
+            let slot = if c.proof == Proof::MoverLoses { &mut best_lost } else { &mut best };
+            if score > slot.1 {
+                *slot = (i, score);
+            }
+        }
+        let pick = if best.0 != usize::MAX { best.0 } else { best_lost.0 };
+        debug_assert!(pick != usize::MAX, "select on a node with children");
+        (first + pick) as u32
+    }
+
+    /// Creates the children of `node` with `priors` (renormalised), unless
+    /// the arena is full; noises them if `node` is the root.
+    fn expand(&mut self, node: u32, priors: &[f32]) {
+        let n = self.moves.len();
+        if node != ROOT && self.tree.nodes.len() + n > self.config.max_nodes {
+            self.tree.nodes[node as usize].state = State::Unexpanded;
+            return;
+        }
+        let sum: f32 = priors.iter().sum();
+        let uniform = 1.0 / n.max(1) as f32;
+        let ok = sum.is_finite() && sum > 0.0;
+        self.tree.expand(node, &self.moves, priors.iter().map(|&p| if ok { p.max(0.0) / sum } else { uniform }));
+        if node == ROOT {
+            self.add_root_noise();
+        }
+    }
+
+    /// Mixes Dirichlet noise into the root priors, if configured. A
+    /// Dirichlet sample is independent Gamma(alpha, 1) draws, normalised;
+    /// drawing them directly works for any number of moves, one included.
+    fn add_root_noise(&mut self) {
+        let Some(gamma) = self.gamma else {
+            return;
+        };
+        let eps = self.config.dirichlet_epsilon as f64;
+        let range = self.tree.root().children();
+        self.noise.clear();
+        for _ in range.clone() {
+            self.noise.push(gamma.sample(&mut self.rng));
+        }
+        let total: f64 = self.noise.iter().sum();
+        if !total.is_finite() || total <= 0.0 {
+            return;
+        }
+        for (c, &eta) in self.tree.nodes[range].iter_mut().zip(&self.noise) {
+            c.prior = ((1.0 - eps) * c.prior as f64 + eps * eta / total) as f32;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use konane_rules::Size;
+
+    use super::*;
+    use crate::evaluator::UniformEvaluator;
+
+    fn midgame(size: &str, plies: usize) -> Position {
+        let size: Size = size.parse().unwrap();
+        let mut position = Position::start(size);
+        for _ in 0..plies {
+            let moves = position.moves();
+            position.play_unchecked(moves[moves.len() / 2]);
+        }
+        assert!(!position.is_over());
+        position
+    }
+
+    #[test]
+    fn no_virtual_loss_is_left_behind() {
+        for batch_size in [1, 7, 32] {
+            let config = SearchConfig { batch_size, ..SearchConfig::default() };
+            let mut search = Search::new(config, 1);
+            search.set_root(midgame("6x6", 6));
+            search.run(&mut UniformEvaluator::default(), 300, None);
+            assert!(search.tree.nodes.iter().all(|n| n.in_flight == 0));
+            assert!(search.tree.nodes.iter().all(|n| n.state != State::Pending));
+            // The root's own evaluation is the first simulation.
+            let root = search.tree.root();
+            assert_eq!(root.visits as u64, search.simulations());
+        }
+    }
+
+    #[test]
+    fn root_noise_keeps_a_distribution_and_changes_it() {
+        let config = SearchConfig { dirichlet_epsilon: 0.25, ..SearchConfig::default() };
+        let mut search = Search::new(config, 3);
+        search.set_root(midgame("8x8", 8));
+        search.run(&mut UniformEvaluator::default(), 1, None);
+        let priors: Vec<f32> = search.root_children().map(|c| c.prior).collect();
+        let sum: f32 = priors.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-4, "{sum}");
+        assert!(priors.iter().any(|&p| (p - priors[0]).abs() > 1e-4), "{priors:?}");
+    }
+
+    #[test]
+    fn a_full_arena_stops_growing_but_keeps_counting() {
+        let config = SearchConfig { max_nodes: 60, ..SearchConfig::default() };
+        let mut search = Search::new(config, 1);
+        search.set_root(midgame("8x8", 10));
+        search.run(&mut UniformEvaluator::default(), 400, None);
+        let root_children = search.tree.root().num_children as usize;
+        assert!(search.tree_size() <= 60.max(1 + root_children));
+        assert_eq!(search.simulations(), 400);
+        let total: u32 = search.root_visits().map(|(_, v)| v).sum();
+        assert_eq!(total + 1, 400);
+    }
+
+    #[test]
+    fn reroot_keeps_children_contiguous_and_parents_right() {
+        let mut search = Search::new(SearchConfig::default(), 1);
+        search.set_root(midgame("6x6", 4));
+        search.run(&mut UniformEvaluator::default(), 500, None);
+        let mv = search.best_move().unwrap();
+        search.advance(mv);
+        let nodes = &search.tree.nodes;
+        for (i, n) in nodes.iter().enumerate() {
+            for c in n.children() {
+                assert_eq!(nodes[c].parent as usize, i);
+            }
+            if n.state == State::Expanded && n.proof == Proof::Unknown {
+                assert_eq!(n.visits, 1 + nodes[n.children()].iter().map(|c| c.visits).sum::<u32>());
+            }
+        }
+    }
+}
