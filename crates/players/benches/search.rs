@@ -5,6 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use konane_players::alphabeta::AlphaBetaPlayer;
 use konane_players::uct::UctPlayer;
 use konane_players::{Limits, Player};
 use konane_rules::{Position, Size};
@@ -54,5 +55,31 @@ fn bench_uct(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_uct);
+/// Alpha-beta nodes per second (throughput in nodes) on 8x8 midgame
+/// positions: a fixed node budget per search, so every iteration does the
+/// same work.
+fn bench_alphabeta(c: &mut Criterion) {
+    const NODES: u64 = 200_000;
+    let mut group = c.benchmark_group("alphabeta");
+    group.throughput(Throughput::Elements(NODES));
+    group.sample_size(20);
+    let limits = Limits { nodes: Some(NODES), ..Limits::default() };
+    for (i, plies) in [20, 24, 30].into_iter().enumerate() {
+        let position = midgame_positions("8x8", plies, 1, 17 + i as u64)[0];
+        let mut player = AlphaBetaPlayer::new(limits, 1);
+        let probe = player.choose(&position, &limits).expect("the game is not over");
+        if probe.nodes < NODES {
+            continue; // solved before the budget: its rate would be misleading
+        }
+        group.bench_with_input(BenchmarkId::new("8x8", format!("ply{plies}")), &position, |b, pos| {
+            b.iter(|| {
+                player.new_game();
+                player.choose(black_box(pos), &limits).expect("the game is not over")
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_uct, bench_alphabeta);
 criterion_main!(benches);

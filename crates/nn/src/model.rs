@@ -1,0 +1,125 @@
+//! The policy/value network: a residual convolutional tower with a fully
+//! convolutional policy head and a globally pooled value head, so one set of
+//! weights evaluates every board size.
+//!
+//! The tower has no batch normalisation: each residual branch is scaled by
+//! a learned gate that starts at zero (ReZero), so a fresh network is the
+//! identity plus its heads and trains stably with Adam. That keeps inference
+//! identical between training and play (no running statistics to go stale,
+//! see `shared/notes/burn-0.22.md`) and saves the normalisation passes.
+
+use burn::config::Config;
+use burn::module::{Module, Param};
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
+use burn::tensor::activation::{relu, tanh};
+use burn::tensor::{Device, Tensor};
+
+use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
+
+/// Shape of the network. Saved in every checkpoint header, so a checkpoint
+/// rebuilds its own network.
+#[derive(Config, Debug, PartialEq)]
+pub struct NetConfig {
+    /// Residual blocks in the tower.
+    #[config(default = 6)]
+    pub blocks: usize,
+    /// Channels of the tower.
+    #[config(default = 64)]
+    pub channels: usize,
+    /// Channels of the policy head's hidden convolution.
+    #[config(default = 32)]
+    pub policy_channels: usize,
+    /// Channels pooled by the value head.
+    #[config(default = 32)]
+    pub value_channels: usize,
+    /// Width of the value head's hidden layer.
+    #[config(default = 64)]
+    pub value_hidden: usize,
+}
+
+impl NetConfig {
+    /// `b6c64`-style name.
+    pub fn name(&self) -> String {
+        format!("b{}c{}", self.blocks, self.channels)
+    }
+
+    /// Builds a network with fresh weights on `device` (burn seeds its
+    /// initialisers from the backend's seed; see [`crate::seed_backend`]).
+    pub fn init(&self, device: &Device) -> Net {
+        let conv = |from: usize, to: usize, kernel: usize| {
+            Conv2dConfig::new([from, to], [kernel, kernel])
+                .with_padding(if kernel == 3 { PaddingConfig2d::Same } else { PaddingConfig2d::Valid })
+                .init(device)
+        };
+        Net {
+            stem: conv(INPUT_PLANES, self.channels, 3),
+            blocks: (0..self.blocks)
+                .map(|_| ResidualBlock {
+                    first: conv(self.channels, self.channels, 3),
+                    second: conv(self.channels, self.channels, 3),
+                    gate: Param::from_tensor(Tensor::zeros([1], device)),
+                })
+                .collect(),
+            policy_hidden: conv(self.channels, self.policy_channels, 3),
+            policy_out: conv(self.policy_channels, MOVE_KINDS, 1),
+            value_conv: conv(self.channels, self.value_channels, 1),
+            value_hidden: LinearConfig::new(2 * self.value_channels, self.value_hidden).init(device),
+            value_out: LinearConfig::new(self.value_hidden, 1).init(device),
+        }
+    }
+}
+
+/// `x + gate * conv(relu(conv(x)))`, then ReLU.
+#[derive(Module, Debug)]
+pub struct ResidualBlock {
+    first: Conv2d,
+    second: Conv2d,
+    gate: Param<Tensor<1>>,
+}
+
+impl ResidualBlock {
+    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let branch = self.second.forward(relu(self.first.forward(x.clone())));
+        let gate = self.gate.val().reshape([1, 1, 1, 1]);
+        relu(x + branch * gate)
+    }
+}
+
+/// The network; see the module documentation.
+#[derive(Module, Debug)]
+pub struct Net {
+    stem: Conv2d,
+    blocks: Vec<ResidualBlock>,
+    policy_hidden: Conv2d,
+    policy_out: Conv2d,
+    value_conv: Conv2d,
+    value_hidden: Linear,
+    value_out: Linear,
+}
+
+impl Net {
+    /// `planes`: `[batch, INPUT_PLANES, rows, cols]`, all of one board size.
+    /// Returns policy logits `[batch, MOVE_KINDS * rows * cols]` (indexed as
+    /// [`crate::encoding::move_index`]) and values `[batch]` in (-1, 1) for
+    /// the side to move.
+    pub fn forward(&self, planes: Tensor<4>) -> (Tensor<2>, Tensor<1>) {
+        let [batch, _, rows, cols] = planes.dims();
+        let mut x = relu(self.stem.forward(planes));
+        for block in &self.blocks {
+            x = block.forward(x);
+        }
+        // [batch, MOVE_KINDS, rows, cols] → [batch, MOVE_KINDS * rows * cols]
+        let policy = self.policy_out.forward(relu(self.policy_hidden.forward(x.clone())));
+        let policy = policy.reshape([batch, MOVE_KINDS * rows * cols]);
+        // Global mean and max pooling over the board, as KataGo does.
+        let v = relu(self.value_conv.forward(x));
+        let channels = v.dims()[1];
+        let v = v.reshape([batch, channels, rows * cols]);
+        let mean = v.clone().mean_dim(2).reshape([batch, channels]);
+        let max = v.max_dim(2).reshape([batch, channels]);
+        let pooled = Tensor::cat(vec![mean, max], 1);
+        let value = self.value_out.forward(relu(self.value_hidden.forward(pooled)));
+        (policy, tanh(value).reshape([batch]))
+    }
+}

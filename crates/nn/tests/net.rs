@@ -1,0 +1,189 @@
+//! The network end to end on tiny shapes: any board size from one set of
+//! weights, evaluation through the search's interface, training that learns,
+//! and checkpoint files that either load exactly or fail clearly.
+
+use std::fs;
+
+use konane_mcts::Evaluator;
+use konane_nn::checkpoint::{self, CheckpointError, FORMAT_VERSION, NetHeader};
+use konane_nn::encoding::policy_len;
+use konane_nn::train::{Learner, OptimizerSettings, Sample};
+use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
+use konane_rules::{Position, Size};
+
+fn tiny() -> NetConfig {
+    NetConfig::new().with_blocks(1).with_channels(8).with_policy_channels(4).with_value_channels(4).with_value_hidden(8)
+}
+
+fn header(config: &NetConfig) -> NetHeader {
+    NetHeader {
+        format: FORMAT_VERSION,
+        net: config.clone(),
+        sizes: vec!["6x6".into()],
+        iteration: 0,
+        note: "test".into(),
+    }
+}
+
+/// Positions along a game that cycles through the legal moves.
+fn positions(size: Size, count: usize) -> Vec<Position> {
+    let mut out = Vec::new();
+    let mut position = Position::start(size);
+    let mut ply = 0;
+    while out.len() < count && !position.is_over() {
+        out.push(position);
+        let moves = position.moves();
+        position.play_unchecked(moves[(ply * 5 + 1) % moves.len()]);
+        ply += 1;
+    }
+    out
+}
+
+#[test]
+fn one_set_of_weights_evaluates_every_size() {
+    let device = Backend::Flex.device();
+    let mut evaluator = NetEvaluator::new(init_net(&tiny(), &device, 3), device);
+    for size in ["4x4", "8x8", "13x20", "1x3"].map(|s| s.parse::<Size>().unwrap()) {
+        let batch = positions(size, 3);
+        let (logits, values) = evaluator.forward(&batch);
+        assert_eq!(logits.len(), batch.len() * policy_len(size), "{size}");
+        assert_eq!(values.len(), batch.len());
+        assert!(values.iter().all(|v| v.abs() < 1.0));
+    }
+}
+
+#[test]
+fn evaluator_gives_a_distribution_over_legal_moves_in_mixed_batches() {
+    let device = Backend::Flex.device();
+    let mut evaluator = NetEvaluator::new(init_net(&tiny(), &device, 3), device);
+    let mut batch = positions("6x6".parse().unwrap(), 4);
+    batch.extend(positions("5x7".parse().unwrap(), 3));
+    let (mut values, mut priors) = (Vec::new(), Vec::new());
+    evaluator.evaluate(&batch, &mut values, &mut priors);
+    assert_eq!(values.len(), batch.len());
+    let mut at = 0;
+    for position in &batch {
+        let n = position.count_moves() as usize;
+        let sum: f32 = priors[at..at + n].iter().sum();
+        assert!((sum - 1.0).abs() < 1e-4, "{position}: priors sum to {sum}");
+        at += n;
+    }
+    assert_eq!(at, priors.len());
+}
+
+#[test]
+fn both_backends_compute_the_same_network() {
+    let flex = Backend::Flex.device();
+    let net = init_net(&tiny(), &flex, 5);
+    let batch = positions("6x6".parse().unwrap(), 5);
+    let (flex_logits, flex_values) = NetEvaluator::new(net.clone(), flex).forward(&batch);
+    let ndarray = Backend::Ndarray.device();
+    let mut on_ndarray = NetEvaluator::new(net.to_device(&ndarray), ndarray);
+    let (nd_logits, nd_values) = on_ndarray.forward(&batch);
+    for (a, b) in flex_logits.iter().zip(&nd_logits).chain(flex_values.iter().zip(&nd_values)) {
+        assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    }
+}
+
+use burn::module::Module;
+
+#[test]
+fn save_then_load_gives_identical_outputs() {
+    let dir = tempdir();
+    let device = Backend::Flex.device();
+    let net = init_net(&tiny(), &device, 9);
+    let path = dir.join("net.knet");
+    checkpoint::save(&net, &header(&tiny()), &path).unwrap();
+    let (loaded, read_header) = checkpoint::load(&path, &device).unwrap();
+    assert_eq!(read_header, header(&tiny()));
+    let batch = positions("6x6".parse().unwrap(), 6);
+    let before = NetEvaluator::new(net, device.clone()).forward(&batch);
+    let after = NetEvaluator::new(loaded, device).forward(&batch);
+    assert_eq!(before, after, "bit-identical after a round trip");
+}
+
+#[test]
+fn damaged_or_foreign_files_fail_with_the_file_and_the_reason() {
+    let dir = tempdir();
+    let device = Backend::Flex.device();
+    let path = dir.join("net.knet");
+    checkpoint::save(&init_net(&tiny(), &device, 1), &header(&tiny()), &path).unwrap();
+    let good = fs::read(&path).unwrap();
+    let check = |bytes: &[u8], expected: &str| {
+        let bad = dir.join("bad.knet");
+        fs::write(&bad, bytes).unwrap();
+        let err = checkpoint::load(&bad, &device).err().expect("must fail").to_string();
+        assert!(err.contains("bad.knet") && err.contains(expected), "{err}");
+    };
+    check(&good[..good.len() / 2], "truncated");
+    check(&good[..10], "magic");
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x40;
+    check(&flipped, "checksum");
+    let mut version = good.clone();
+    version[11] = 99;
+    check(&version, "format version 99");
+    check(b"hello world, not a network", "magic");
+    let missing = checkpoint::load(&dir.join("nope.knet"), &device).err().unwrap();
+    assert!(matches!(missing, CheckpointError::Io { .. }), "{missing}");
+    // A header that describes another shape than the weights hold.
+    let other = NetConfig::new()
+        .with_blocks(2)
+        .with_channels(8)
+        .with_policy_channels(4)
+        .with_value_channels(4)
+        .with_value_hidden(8);
+    let weights = checkpoint::to_bytes(&init_net(&tiny(), &device, 1), &header(&other)).unwrap();
+    let mismatched = dir.join("mismatch.knet");
+    fs::write(&mismatched, weights).unwrap();
+    let err = checkpoint::load(&mismatched, &device).err().unwrap().to_string();
+    assert!(err.contains("mismatch.knet") && err.contains("b2c8"), "{err}");
+}
+
+#[test]
+fn directories_resolve_through_their_latest_pointer() {
+    let dir = tempdir();
+    let device = Backend::Flex.device();
+    let file = dir.join("iter-3").join("net.knet");
+    checkpoint::save(&init_net(&tiny(), &device, 1), &header(&tiny()), &file).unwrap();
+    assert!(checkpoint::resolve(&dir).is_err(), "no LATEST yet");
+    checkpoint::set_latest(&dir, std::path::Path::new("iter-3/net.knet")).unwrap();
+    assert_eq!(checkpoint::resolve(&dir).unwrap(), file);
+}
+
+#[test]
+fn training_steps_fit_a_fixed_batch() {
+    let net = init_net(&tiny(), &Backend::Flex.device(), 2);
+    let mut learner = Learner::new(net, Backend::Flex, OptimizerSettings::default());
+    let batch: Vec<Sample> = positions("5x5".parse().unwrap(), 8)
+        .into_iter()
+        .enumerate()
+        .map(|(i, position)| {
+            let moves = position.moves();
+            Sample { position, policy: vec![(moves[0], 1.0)], value: if i % 2 == 0 { 0.8 } else { -0.8 } }
+        })
+        .collect();
+    let first = learner.step(&batch, 3e-3);
+    let mut last = first;
+    for _ in 0..200 {
+        last = learner.step(&batch, 3e-3);
+    }
+    assert!(last.policy < first.policy * 0.5, "policy loss {} -> {}", first.policy, last.policy);
+    assert!(last.value < first.value * 0.5, "value loss {} -> {}", first.value, last.value);
+    let net = learner.inference_net(&Backend::Flex.device());
+    assert_eq!(net.num_params(), init_net(&tiny(), &Backend::Flex.device(), 2).num_params());
+}
+
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "konane-nn-test-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
