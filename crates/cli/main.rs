@@ -27,6 +27,12 @@ enum Command {
     Eval(commands::eval::Args),
     /// Round robin between several players, with Bradley–Terry Elo.
     Tournament(commands::tournament::Args),
+    /// Measure network inference speed per batch size.
+    BenchNet(commands::bench_net::Args),
+    /// Train a network by self-play (default: the quick 6x6 config).
+    Train(commands::train::Args),
+    /// Draw a run's training curves (loss, win rate, Elo) to PNG or SVG.
+    Plot(commands::plot::Args),
     /// Run an engine speaking KTP (the Kōnane Text Protocol) on stdin/stdout.
     Ktp(commands::ktp::Args),
 }
@@ -38,6 +44,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Show(args) => commands::show::run(args),
         Command::Eval(args) => commands::eval::run(args),
         Command::Tournament(args) => commands::tournament::run(args),
+        Command::BenchNet(args) => commands::bench_net::run(args),
+        Command::Train(args) => commands::train::run(args),
+        Command::Plot(args) => commands::plot::run(args),
         Command::Ktp(args) => commands::ktp::run(args),
     }
 }

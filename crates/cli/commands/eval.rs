@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use konane_nn::Backend;
+use konane_nn::player::player_factory;
 use konane_players::PlayerSpec;
 use konane_players::arena::{MatchConfig, MatchSummary, play_match};
 use konane_rules::Size;
@@ -39,6 +41,9 @@ pub struct Args {
     /// Write every game, one record a line, to this file.
     #[arg(long)]
     records: Option<PathBuf>,
+    /// Backend for network players: flex or ndarray.
+    #[arg(long, default_value = "flex")]
+    backend: String,
 }
 
 /// Validates everything, plays the match, prints and writes the results.
@@ -46,6 +51,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let a: PlayerSpec = args.a.parse().context("--a")?;
     let b: PlayerSpec = args.b.parse().context("--b")?;
     let size: Size = args.size.parse().context("--size")?;
+    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let (a_factory, b_factory) = (player_factory(&a, backend)?, player_factory(&b, backend)?);
     let threads = match args.threads {
         Some(0) => anyhow::bail!("--threads must be at least 1"),
         Some(n) => n,
@@ -60,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .expect("valid template"),
     );
     let (a_wins, scored) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let results = play_match(&a, &b, &config, &|game| {
+    let results = play_match(&*a_factory, &*b_factory, &config, &|game| {
         if game.fault.is_none() {
             scored.fetch_add(1, Ordering::Relaxed);
             a_wins.fetch_add(game.a_won as usize, Ordering::Relaxed);

@@ -4,6 +4,8 @@
 use std::io;
 
 use anyhow::Context;
+use konane_nn::Backend;
+use konane_nn::player::player_factory;
 use konane_players::PlayerSpec;
 use konane_players::ktp::KtpEngine;
 
@@ -17,13 +19,17 @@ pub struct Args {
     /// Seed for the player, unless its spec sets seed=N.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Backend for network players: flex or ndarray.
+    #[arg(long, default_value = "flex")]
+    backend: String,
 }
 
 /// Answers KTP commands from stdin on stdout until `quit` or end of input.
 /// Only protocol answers go to stdout; logs go to stderr.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let spec: PlayerSpec = args.player.parse()?;
-    let player = spec.build(args.seed).context("net players are not wired into this build yet")?;
+    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let player = player_factory(&spec, backend)?.build(args.seed);
     let mut engine = KtpEngine::new(player);
     engine.run(io::stdin().lock(), io::stdout().lock()).context("KTP session")
 }

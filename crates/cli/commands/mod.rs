@@ -1,11 +1,14 @@
 //! One file per subcommand: argument parsing and printing only.
 
+pub mod bench_net;
 pub mod eval;
 pub mod ktp;
 pub mod perft;
+pub mod plot;
 pub mod show;
 pub mod solve;
 pub mod tournament;
+pub mod train;
 
 use anyhow::Context;
 use konane_rules::{Position, Size};

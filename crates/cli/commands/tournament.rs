@@ -2,6 +2,8 @@
 //! plays a match; Elo for all from one Bradley–Terry fit (first player = 0).
 
 use anyhow::Context;
+use konane_nn::Backend;
+use konane_nn::player::player_factory;
 use konane_players::PlayerSpec;
 use konane_players::arena::{MatchConfig, MatchSummary, bradley_terry_elo, play_match};
 use konane_rules::Size;
@@ -24,6 +26,9 @@ pub struct Args {
     /// Match seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Backend for network players: flex or ndarray.
+    #[arg(long, default_value = "flex")]
+    backend: String,
 }
 
 /// Plays the round robin and prints a Markdown table.
@@ -35,6 +40,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect::<anyhow::Result<_>>()?;
     anyhow::ensure!(specs.len() >= 2, "--players needs at least two players, separated by ';'");
     let size: Size = args.size.parse().context("--size")?;
+    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let factories = specs.iter().map(|spec| player_factory(spec, backend)).collect::<Result<Vec<_>, _>>()?;
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     let n = specs.len();
@@ -43,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for i in 0..n {
         for j in i + 1..n {
             let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
-            let results = play_match(&specs[i], &specs[j], &config, &|_| {})?;
+            let results = play_match(&*factories[i], &*factories[j], &config, &|_| {})?;
             let s = MatchSummary::new(specs[i].to_string(), specs[j].to_string(), size, &results);
             tracing::info!(a = %specs[i], b = %specs[j], score = s.score, "pairing done");
             wins[i][j] += s.a_wins as f64;

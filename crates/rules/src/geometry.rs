@@ -94,7 +94,7 @@ impl Size {
     /// 4 middle cells and the corners, each once, whatever stands on them.
     pub fn opening_cells(self) -> Vec<Cell> {
         let middle = |n: usize| {
-            if n % 2 == 1 { vec![(n - 1) / 2] } else { vec![n / 2 - 1, n / 2] }
+            if !n.is_multiple_of(2) { vec![(n - 1) / 2] } else { vec![n / 2 - 1, n / 2] }
         };
         let mut cells = Vec::new();
         for c in middle(self.cols()) {

@@ -379,7 +379,7 @@ mod tests {
         let err = pos.parse_legal_move("z9").unwrap_err().to_string();
         assert!(err.contains("bad move"), "{err}");
         let before = pos;
-        assert!(pos.play(pos.parse_move("b2").unwrap().clone()).is_ok());
+        assert!(pos.play(pos.parse_move("b2").unwrap()).is_ok());
         assert_ne!(pos, before);
     }
 

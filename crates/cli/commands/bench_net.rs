@@ -1,0 +1,80 @@
+//! `konane bench-net --size 8x8`: network inference positions/s per batch
+//! size, on a chosen backend and network shape.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use konane_mcts::Evaluator;
+use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
+use konane_rules::{Position, Size};
+
+/// Arguments of `konane bench-net`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Board size.
+    #[arg(long, default_value = "8x8")]
+    size: String,
+    /// flex or ndarray.
+    #[arg(long, default_value = "flex")]
+    backend: String,
+    /// Residual blocks.
+    #[arg(long, default_value_t = 6)]
+    blocks: usize,
+    /// Channels.
+    #[arg(long, default_value_t = 64)]
+    channels: usize,
+    /// Batch sizes to measure.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32,128")]
+    batches: Vec<usize>,
+    /// Seconds per batch size.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+}
+
+/// Prints positions/s for each batch size (network plus prior softmax, one thread).
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let size: Size = args.size.parse().context("--size")?;
+    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    anyhow::ensure!(args.blocks <= 40 && (1..=512).contains(&args.channels), "--blocks/--channels out of range");
+    let config = NetConfig::new().with_blocks(args.blocks).with_channels(args.channels);
+    let device = backend.device();
+    let mut evaluator = NetEvaluator::new(init_net(&config, &device, 1), device);
+    let positions = sample_positions(size, 256);
+    println!("net {} ({} backend) on {size}", config.name(), backend);
+    let (mut values, mut priors) = (Vec::new(), Vec::new());
+    for &batch in &args.batches {
+        anyhow::ensure!(batch >= 1, "batch sizes start at 1");
+        let mut done = 0usize;
+        // One warm-up call, then measure.
+        let chunk: Vec<Position> = positions.iter().cycle().take(batch).copied().collect();
+        evaluator.evaluate(&chunk, &mut values, &mut priors);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs_f64(args.seconds) {
+            values.clear();
+            priors.clear();
+            evaluator.evaluate(&chunk, &mut values, &mut priors);
+            done += batch;
+        }
+        let rate = done as f64 / start.elapsed().as_secs_f64();
+        println!("batch {batch:>4}: {rate:>9.0} positions/s");
+    }
+    Ok(())
+}
+
+/// Positions from a game played by cycling through the legal moves, restarted
+/// whenever it ends: a spread of openings, midgames and endgames.
+fn sample_positions(size: Size, count: usize) -> Vec<Position> {
+    let mut out = Vec::with_capacity(count);
+    let mut position = Position::start(size);
+    let mut ply = 0usize;
+    while out.len() < count {
+        if position.is_over() {
+            position = Position::start(size);
+        }
+        out.push(position);
+        let moves = position.moves();
+        position.play_unchecked(moves[(ply * 7 + 3) % moves.len()]);
+        ply += 1;
+    }
+    out
+}

@@ -1,0 +1,21 @@
+//! `konane plot RUN_DIR [--out FILE.png|.svg]`: training curves of a run.
+
+use std::path::PathBuf;
+
+/// Arguments of `konane plot`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The run directory (holding `metrics.jsonl`).
+    run_dir: PathBuf,
+    /// The image to write, `.png` or `.svg` (default `RUN_DIR/curves.png`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Draws the curves and says where they went.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let out = args.out.unwrap_or_else(|| args.run_dir.join("curves.png"));
+    let iterations = konane_trainer::plot::plot_run(&args.run_dir, &out)?;
+    println!("{}: {iterations} iterations", out.display());
+    Ok(())
+}

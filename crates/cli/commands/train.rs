@@ -1,0 +1,86 @@
+//! `konane train [CONFIG] [--run-dir DIR] [--resume DIR] [--override KEYS]
+//! [--iterations N]`: self-play training (the loop lives in konane-trainer).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+use konane_trainer::{TrainConfig, TrainOptions};
+
+/// Arguments of `konane train`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A config file (`configs/6x6.toml`); without one, a new run uses the
+    /// embedded `configs/6x6-quick.toml` and `--resume` the run's own config.
+    config: Option<PathBuf>,
+    /// The run directory (default `runs/<name>-<YYYYMMDD-HHMM>`).
+    #[arg(long, conflicts_with = "resume")]
+    run_dir: Option<PathBuf>,
+    /// Continue the run in this directory from its newest intact checkpoint.
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// Config keys allowed to differ from the run's on resume, comma
+    /// separated (`training.lr,evaluation.games`; a table name covers its keys).
+    #[arg(long, value_delimiter = ',', requires = "resume")]
+    r#override: Vec<String>,
+    /// Total iterations of the run (overrides the config's `iterations`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    iterations: Option<u64>,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Validates the arguments, installs the Ctrl-C handler and trains.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let config = match &args.config {
+        Some(path) => Some(TrainConfig::load(path)?),
+        None => None,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            eprintln!("\nsecond Ctrl-C: exiting now (the last complete checkpoint stays usable)");
+            std::process::exit(130);
+        }
+        eprintln!("\nCtrl-C: stopping at the next safe point (Ctrl-C again to exit at once)");
+    })
+    .context("installing the Ctrl-C handler")?;
+    let options = TrainOptions {
+        config,
+        run_dir: args.run_dir,
+        resume: args.resume,
+        overrides: args.r#override,
+        iterations: args.iterations,
+        progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        stop,
+        ..TrainOptions::default()
+    };
+    let outcome = konane_trainer::train(options)?;
+    let run = outcome.run_dir.display();
+    println!("run: {run}");
+    println!("iterations completed: {}{}", outcome.iterations, if outcome.stopped { " (stopped early)" } else { "" });
+    println!("network: {}", outcome.net.display());
+    println!("wall time: {:.1} s", outcome.seconds);
+    if let Some(m) = &outcome.last {
+        for r in &m.evaluation {
+            println!("  vs {:<24} {:>3}/{:<3} won ({:.0}%)", r.opponent, r.wins, r.games, 100.0 * r.score);
+        }
+        if let Some(elo) = m.elo {
+            println!("  Elo vs anchors: {elo:.0}");
+        }
+    }
+    let size = konane_trainer::config::TrainConfig::load(&outcome.run_dir.join("config.toml"))
+        .ok()
+        .and_then(|c| c.sizes.first().cloned())
+        .unwrap_or_else(|| "6x6".into());
+    if outcome.stopped {
+        println!("continue:  konane train --resume {run}");
+    }
+    println!("evaluate:  konane eval --a net:{run},sims=200 --b greedy --size {size} --games 100");
+    println!("play:      konane ktp --player net:{run},sims=400");
+    println!("curves:    konane plot {run}");
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! Network speed: inference positions/s per batch size, board and backend
+//! for the default network, and PUCT simulations/s with the network on 8x8
+//! together with the share of search time spent outside the network.
+//!
+//! `cargo bench -p konane-nn`
+
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use konane_mcts::{Evaluator, Search, SearchConfig};
+use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
+use konane_rules::{Position, Size};
+
+/// Positions along a game that cycles through the legal moves, restarted when
+/// it ends: openings, midgames and endgames.
+fn positions(size: Size, count: usize) -> Vec<Position> {
+    let mut out = Vec::with_capacity(count);
+    let mut position = Position::start(size);
+    let mut ply = 0usize;
+    while out.len() < count {
+        if position.is_over() {
+            position = Position::start(size);
+        }
+        out.push(position);
+        let moves = position.moves();
+        position.play_unchecked(moves[(ply * 7 + 3) % moves.len()]);
+        ply += 1;
+    }
+    out
+}
+
+fn bench_inference(c: &mut Criterion) {
+    let config = NetConfig::new();
+    let mut group = c.benchmark_group(format!("inference-{}", config.name()));
+    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    for backend in [Backend::Flex, Backend::Ndarray] {
+        for size in ["6x6", "8x8"].map(|s| s.parse::<Size>().unwrap()) {
+            let device = backend.device();
+            let mut evaluator = NetEvaluator::new(init_net(&config, &device, 1), device);
+            let pool = positions(size, 128);
+            for batch in [1usize, 8, 32, 128] {
+                if backend == Backend::Ndarray && batch == 128 {
+                    continue; // minutes per sample on the deprecated backend
+                }
+                let chunk = &pool[..batch];
+                let (mut values, mut priors) = (Vec::new(), Vec::new());
+                group.throughput(Throughput::Elements(batch as u64));
+                group.bench_function(BenchmarkId::new(format!("{backend}/{size}"), batch), |b| {
+                    b.iter(|| {
+                        values.clear();
+                        priors.clear();
+                        evaluator.evaluate(chunk, &mut values, &mut priors);
+                    })
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+/// Wraps an evaluator and times it, so the search's own share can be shown.
+struct Timed<E> {
+    inner: E,
+    spent: Duration,
+}
+
+impl<E: Evaluator> Evaluator for Timed<E> {
+    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+        let start = Instant::now();
+        self.inner.evaluate(positions, values, priors);
+        self.spent += start.elapsed();
+    }
+}
+
+fn bench_search(c: &mut Criterion) {
+    const SIMS: u64 = 800;
+    let config = NetConfig::new();
+    let size: Size = "8x8".parse().unwrap();
+    let root = positions(size, 24)[23];
+    let mut group = c.benchmark_group(format!("puct-{}-8x8", config.name()));
+    group.sample_size(10).throughput(Throughput::Elements(SIMS));
+    for batch in [1usize, 8, 32] {
+        let device = Backend::Flex.device();
+        let mut evaluator =
+            Timed { inner: NetEvaluator::new(init_net(&config, &device, 1), device), spent: Duration::ZERO };
+        let search_config = SearchConfig { batch_size: batch, ..SearchConfig::default() };
+        let mut search = Search::new(search_config, 1);
+        // Report the share of wall time outside the network once per batch size.
+        let start = Instant::now();
+        search.set_root(root);
+        search.run(&mut evaluator, SIMS, None);
+        let total = start.elapsed();
+        eprintln!(
+            "puct 8x8 batch {batch}: {:.0} sims/s, {:.1}% of search time outside the network",
+            SIMS as f64 / total.as_secs_f64(),
+            100.0 * (1.0 - evaluator.spent.as_secs_f64() / total.as_secs_f64())
+        );
+        group.bench_function(BenchmarkId::new("flex", batch), |b| {
+            b.iter(|| {
+                search.set_root(root);
+                search.run(&mut evaluator, SIMS, None)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_inference, bench_search);
+criterion_main!(benches);

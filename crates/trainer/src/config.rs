@@ -1,0 +1,681 @@
+//! The training configuration: one TOML file holds every knob of a run.
+//!
+//! Every field has a default (the values below, also written out with
+//! comments in `configs/*.toml`), unknown keys are refused, and
+//! [`TrainConfig::validate`] checks ranges, so a bad config fails at start
+//! with the key and the reason rather than hours into a run.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use konane_mcts::SearchConfig;
+use konane_nn::Backend;
+use konane_nn::NetConfig;
+use konane_nn::train::{OptimizerKind, OptimizerSettings};
+use konane_players::PlayerSpec;
+use konane_rules::Size;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The quick 6x6 config, embedded so that `konane train` works from any
+/// directory.
+pub const QUICK_CONFIG: &str = include_str!("../../../configs/6x6-quick.toml");
+
+/// A config that could not be read, parsed or validated.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A key is unknown, mistyped or out of range.
+    #[error("{origin}: {key}: {reason}")]
+    Invalid {
+        /// Where the config came from (a path, or `<embedded>`).
+        origin: String,
+        /// The dotted key (`selfplay.simulations`), or `(file)` for syntax errors.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Everything a training run needs; see `configs/6x6.toml` for the
+/// commented reference.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// Run name: the run directory is `runs/<name>-<YYYYMMDD-HHMM>`.
+    pub name: String,
+    /// Master seed: every game, sampler and network derives its seed from
+    /// it, the iteration and an index.
+    pub seed: u64,
+    /// Training iterations (self-play, train, evaluate, checkpoint).
+    pub iterations: u64,
+    /// Worker threads for self-play and evaluation; 0 = every core.
+    pub threads: usize,
+    /// `flex` (fast) or `ndarray` (deprecated in burn 0.22, slow).
+    pub backend: Backend,
+    /// Board sizes (`"6x6"`); games are dealt round-robin over a mix.
+    pub sizes: Vec<String>,
+    /// The network's shape.
+    pub network: NetworkConfig,
+    /// Self-play.
+    pub selfplay: SelfPlayConfig,
+    /// The replay window.
+    pub replay: ReplayConfig,
+    /// Gradient descent.
+    pub training: TrainingConfig,
+    /// Matches after each iteration.
+    pub evaluation: EvaluationConfig,
+    /// Checkpoint retention.
+    pub checkpoint: CheckpointConfig,
+    /// Optional supervised phase from a teacher before self-play.
+    pub bootstrap: Option<BootstrapConfig>,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            name: "run".into(),
+            seed: 1,
+            iterations: 10,
+            threads: 0,
+            backend: Backend::Flex,
+            sizes: vec!["6x6".into()],
+            network: NetworkConfig::default(),
+            selfplay: SelfPlayConfig::default(),
+            replay: ReplayConfig::default(),
+            training: TrainingConfig::default(),
+            evaluation: EvaluationConfig::default(),
+            checkpoint: CheckpointConfig::default(),
+            bootstrap: None,
+        }
+    }
+}
+
+/// The network's shape ([`NetConfig`]'s fields).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkConfig {
+    /// Residual blocks.
+    pub blocks: usize,
+    /// Channels of the tower.
+    pub channels: usize,
+    /// Channels of the policy head's hidden convolution.
+    pub policy_channels: usize,
+    /// Channels pooled by the value head.
+    pub value_channels: usize,
+    /// Width of the value head's hidden layer.
+    pub value_hidden: usize,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig { blocks: 4, channels: 48, policy_channels: 32, value_channels: 32, value_hidden: 64 }
+    }
+}
+
+impl NetworkConfig {
+    /// The network crate's config.
+    pub fn net_config(&self) -> NetConfig {
+        NetConfig::new()
+            .with_blocks(self.blocks)
+            .with_channels(self.channels)
+            .with_policy_channels(self.policy_channels)
+            .with_value_channels(self.value_channels)
+            .with_value_hidden(self.value_hidden)
+    }
+}
+
+/// Self-play settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelfPlayConfig {
+    /// Games per iteration.
+    pub games: usize,
+    /// Games each worker plays at once; their leaves share one network call.
+    pub parallel_games: usize,
+    /// New simulations per move (the tree of the previous move is reused).
+    pub simulations: u64,
+    /// Leaves gathered from one game's tree per network call.
+    pub leaves_per_game: usize,
+    /// PUCT exploration constant.
+    pub c_puct: f32,
+    /// First-play urgency reduction.
+    pub fpu_reduction: f32,
+    /// Temperature of the move choice for the first `temperature_plies` plies.
+    pub temperature: f32,
+    /// Plies played at `temperature`; later moves use `final_temperature`.
+    pub temperature_plies: u32,
+    /// Temperature after `temperature_plies` (0: the most visited move).
+    pub final_temperature: f32,
+    /// Root Dirichlet noise concentration (about 10 / typical legal moves).
+    pub dirichlet_alpha: f32,
+    /// Root noise weight (0 turns it off).
+    pub dirichlet_epsilon: f32,
+    /// Tree size cap per game, in nodes (40 bytes each).
+    pub max_nodes: usize,
+    /// Playout-cap randomisation (KataGo): the share of moves searched with
+    /// `simulations` and recorded as training samples; the other moves get
+    /// `fast_simulations` and are not recorded. 1 turns it off.
+    pub full_search_probability: f64,
+    /// Simulations of the fast moves under playout-cap randomisation.
+    pub fast_simulations: u64,
+    /// Exact value targets: positions with at most this many stones are
+    /// solved by the rules crate's solver and get the exact result as value
+    /// target instead of the game's. 0 turns it off.
+    pub solver_max_stones: u32,
+    /// Node budget of one solve (an unsolved position keeps the game result).
+    pub solver_nodes: u64,
+}
+
+impl Default for SelfPlayConfig {
+    fn default() -> Self {
+        SelfPlayConfig {
+            games: 200,
+            parallel_games: 32,
+            simulations: 200,
+            leaves_per_game: 8,
+            c_puct: 1.5,
+            fpu_reduction: 0.2,
+            temperature: 1.0,
+            temperature_plies: 12,
+            final_temperature: 0.0,
+            dirichlet_alpha: 0.5,
+            dirichlet_epsilon: 0.25,
+            max_nodes: 1 << 20,
+            full_search_probability: 1.0,
+            fast_simulations: 32,
+            solver_max_stones: 0,
+            solver_nodes: 100_000,
+        }
+    }
+}
+
+impl SelfPlayConfig {
+    /// The search settings of one self-play game.
+    pub fn search_config(&self) -> SearchConfig {
+        SearchConfig {
+            c_puct: self.c_puct,
+            fpu_reduction: self.fpu_reduction,
+            dirichlet_alpha: self.dirichlet_alpha,
+            dirichlet_epsilon: self.dirichlet_epsilon,
+            batch_size: self.leaves_per_game,
+            max_nodes: self.max_nodes,
+            ..SearchConfig::default()
+        }
+    }
+
+    /// The temperature of the move at `ply` (0-based, openings included).
+    pub fn temperature_at(&self, ply: u32) -> f32 {
+        if ply < self.temperature_plies { self.temperature } else { self.final_temperature }
+    }
+}
+
+/// The replay window.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplayConfig {
+    /// Positions kept: the newest `window` samples (bounds memory).
+    pub window: usize,
+    /// Training waits until the window holds at least this many samples.
+    pub min_samples: usize,
+    /// Apply a random board symmetry to each sampled position.
+    pub augment: bool,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig { window: 100_000, min_samples: 1_000, augment: true }
+    }
+}
+
+/// Learning-rate schedule over the global training step.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LrSchedule {
+    /// `lr` throughout.
+    Constant,
+    /// `lr * lr_step_factor^(step / lr_step_every)`.
+    Step,
+    /// Cosine from `lr` to `lr_final` over all the run's steps.
+    Cosine,
+}
+
+/// Gradient descent settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainingConfig {
+    /// Samples per step (all of one board size).
+    pub batch_size: usize,
+    /// Steps per iteration.
+    pub steps: u64,
+    /// `constant`, `step` or `cosine`.
+    pub lr_schedule: LrSchedule,
+    /// Initial learning rate.
+    pub lr: f64,
+    /// Final learning rate of the cosine schedule.
+    pub lr_final: f64,
+    /// Steps between decays of the step schedule.
+    pub lr_step_every: u64,
+    /// Factor of each decay of the step schedule.
+    pub lr_step_factor: f64,
+    /// `adamw` or `sgd` (Nesterov momentum 0.9).
+    pub optimizer: OptimizerKind,
+    /// L2 / decoupled weight decay.
+    pub weight_decay: f32,
+    /// Weight of the value loss against the policy loss.
+    pub value_weight: f32,
+}
+
+impl Default for TrainingConfig {
+    fn default() -> Self {
+        TrainingConfig {
+            batch_size: 256,
+            steps: 200,
+            lr_schedule: LrSchedule::Constant,
+            lr: 1e-3,
+            lr_final: 1e-4,
+            lr_step_every: 10_000,
+            lr_step_factor: 0.3,
+            optimizer: OptimizerKind::Adamw,
+            weight_decay: 1e-4,
+            value_weight: 1.0,
+        }
+    }
+}
+
+impl TrainingConfig {
+    /// The optimizer settings of the network crate.
+    pub fn optimizer_settings(&self) -> OptimizerSettings {
+        OptimizerSettings { kind: self.optimizer, weight_decay: self.weight_decay, value_weight: self.value_weight }
+    }
+
+    /// The learning rate at global step `step` of a run of `total_steps`.
+    pub fn lr_at(&self, step: u64, total_steps: u64) -> f64 {
+        match self.lr_schedule {
+            LrSchedule::Constant => self.lr,
+            LrSchedule::Step => self.lr * self.lr_step_factor.powi((step / self.lr_step_every.max(1)) as i32),
+            LrSchedule::Cosine => {
+                let t = (step as f64 / total_steps.max(1) as f64).min(1.0);
+                self.lr_final + 0.5 * (self.lr - self.lr_final) * (1.0 + (std::f64::consts::PI * t).cos())
+            }
+        }
+    }
+}
+
+/// Matches played after training each iteration.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvaluationConfig {
+    /// Baseline opponents (player specs); the first is the Elo anchor at 0.
+    pub opponents: Vec<String>,
+    /// Games against each opponent (pairs with colours swapped).
+    pub games: usize,
+    /// Games against the previous iteration's network (0: none).
+    pub previous_games: usize,
+    /// Simulations per move of the network player in evaluation games.
+    pub simulations: u64,
+    /// Evaluate every this many iterations (and always at the last).
+    pub every: u64,
+    /// Keep the best network for self-play: a new network replaces it only
+    /// if it scores at least `gating_threshold` against the previous one.
+    pub gating: bool,
+    /// Score the new network needs against the previous one under gating.
+    pub gating_threshold: f64,
+}
+
+impl Default for EvaluationConfig {
+    fn default() -> Self {
+        EvaluationConfig {
+            opponents: vec!["random".into(), "greedy".into(), "alphabeta:depth=2".into()],
+            games: 40,
+            previous_games: 40,
+            simulations: 100,
+            every: 1,
+            gating: false,
+            gating_threshold: 0.55,
+        }
+    }
+}
+
+/// Checkpoint retention. A checkpoint is written after every iteration (a
+/// kill loses at most the iteration in progress); older ones are pruned.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointConfig {
+    /// Most recent checkpoints kept (at least 2, so a damaged latest one
+    /// has a predecessor to fall back on).
+    pub keep_last: usize,
+    /// Also keep every checkpoint whose iteration is a multiple of this
+    /// (0: none).
+    pub keep_every: u64,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig { keep_last: 3, keep_every: 10 }
+    }
+}
+
+/// Supervised phase before self-play (Thompson 2005): positions labelled by
+/// a minimax teacher.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BootstrapConfig {
+    /// The teacher, a player spec (`alphabeta:depth=3`).
+    pub teacher: String,
+    /// Positions to label.
+    pub positions: usize,
+    /// Training steps on them.
+    pub steps: u64,
+    /// Share of moves played at random while generating positions, for
+    /// variety (the teacher still labels every position).
+    pub random_move_probability: f64,
+}
+
+impl Default for BootstrapConfig {
+    fn default() -> Self {
+        BootstrapConfig {
+            teacher: "alphabeta:depth=3".into(),
+            positions: 5_000,
+            steps: 200,
+            random_move_probability: 0.25,
+        }
+    }
+}
+
+/// The validated pieces of a config that other modules use.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// Board sizes.
+    pub sizes: Vec<Size>,
+    /// Evaluation opponents.
+    pub opponents: Vec<PlayerSpec>,
+    /// The bootstrap teacher, if any.
+    pub teacher: Option<PlayerSpec>,
+    /// Worker threads (0 resolved to the core count).
+    pub threads: usize,
+}
+
+impl TrainConfig {
+    /// Parses `text` (TOML) from `origin` and validates it.
+    ///
+    /// # Errors
+    /// Syntax errors, unknown keys, wrong types and out-of-range values,
+    /// each naming the key.
+    pub fn parse(text: &str, origin: &str) -> Result<TrainConfig, ConfigError> {
+        let config: TrainConfig = toml::from_str(text).map_err(|e| {
+            let key = e.span().map(|span| key_at(text, span.start)).unwrap_or_else(|| "(file)".into());
+            let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
+            let reason = match line {
+                Some(line) => format!("{} (line {line})", e.message().trim()),
+                None => e.message().trim().to_string(),
+            };
+            ConfigError::Invalid { origin: origin.into(), key, reason }
+        })?;
+        config.resolve().map_err(|(key, reason)| ConfigError::Invalid { origin: origin.into(), key, reason })?;
+        Ok(config)
+    }
+
+    /// Reads and validates a config file.
+    ///
+    /// # Errors
+    /// As [`TrainConfig::parse`], or the file is unreadable.
+    pub fn load(path: &Path) -> Result<TrainConfig, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+        TrainConfig::parse(&text, &path.display().to_string())
+    }
+
+    /// The embedded quick config (`configs/6x6-quick.toml`).
+    pub fn quick() -> TrainConfig {
+        TrainConfig::parse(QUICK_CONFIG, "<embedded configs/6x6-quick.toml>").expect("the embedded config is valid")
+    }
+
+    /// The config as TOML (what a run directory stores).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a config serialises")
+    }
+
+    /// Checks every range and parses sizes and player specs.
+    ///
+    /// # Errors
+    /// `(key, reason)` of the first problem.
+    pub fn resolve(&self) -> Result<Resolved, (String, String)> {
+        let fail = |key: &str, reason: String| Err((key.to_string(), reason));
+        if self.name.is_empty() || self.name.contains(['/', '\\']) {
+            return fail("name", "must be non-empty without slashes (it names the run directory)".into());
+        }
+        if self.iterations == 0 {
+            return fail("iterations", "must be at least 1".into());
+        }
+        if self.sizes.is_empty() {
+            return fail("sizes", "name at least one board size, e.g. [\"6x6\"]".into());
+        }
+        let mut sizes = Vec::new();
+        for text in &self.sizes {
+            match text.parse::<Size>() {
+                Ok(size) if size.cells() >= 4 => sizes.push(size),
+                Ok(_) => return fail("sizes", format!("'{text}' is too small to play on")),
+                Err(e) => return fail("sizes", format!("'{text}': {e}")),
+            }
+        }
+        let n = &self.network;
+        for (key, value) in [
+            ("network.blocks", n.blocks + 1),
+            ("network.channels", n.channels),
+            ("network.policy_channels", n.policy_channels),
+            ("network.value_channels", n.value_channels),
+            ("network.value_hidden", n.value_hidden),
+        ] {
+            if value == 0 {
+                return fail(key, "must be at least 1".into());
+            }
+        }
+        let s = &self.selfplay;
+        let positive = [
+            ("selfplay.games", s.games as u64),
+            ("selfplay.parallel_games", s.parallel_games as u64),
+            ("selfplay.simulations", s.simulations),
+            ("selfplay.leaves_per_game", s.leaves_per_game as u64),
+            ("selfplay.fast_simulations", s.fast_simulations),
+            ("selfplay.max_nodes", s.max_nodes as u64),
+            ("replay.window", self.replay.window as u64),
+            ("training.batch_size", self.training.batch_size as u64),
+            ("training.lr_step_every", self.training.lr_step_every),
+            ("evaluation.simulations", self.evaluation.simulations),
+            ("evaluation.every", self.evaluation.every),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return fail(key, "must be at least 1".into());
+            }
+        }
+        if s.max_nodes < 1000 {
+            return fail("selfplay.max_nodes", "must be at least 1000".into());
+        }
+        for (key, value) in
+            [("selfplay.temperature", s.temperature), ("selfplay.final_temperature", s.final_temperature)]
+        {
+            if !(value.is_finite() && value >= 0.0) {
+                return fail(key, format!("{value}: must be a number >= 0"));
+            }
+        }
+        if !(s.c_puct.is_finite() && s.c_puct >= 0.0) {
+            return fail("selfplay.c_puct", format!("{}: must be >= 0", s.c_puct));
+        }
+        if !s.fpu_reduction.is_finite() {
+            return fail("selfplay.fpu_reduction", "must be a finite number".into());
+        }
+        if !(0.0..=1.0).contains(&s.dirichlet_epsilon) {
+            return fail("selfplay.dirichlet_epsilon", format!("{}: must be in [0, 1]", s.dirichlet_epsilon));
+        }
+        if !(s.dirichlet_alpha.is_finite() && s.dirichlet_alpha > 0.0) {
+            return fail("selfplay.dirichlet_alpha", format!("{}: must be > 0", s.dirichlet_alpha));
+        }
+        if !(s.full_search_probability > 0.0 && s.full_search_probability <= 1.0) {
+            return fail(
+                "selfplay.full_search_probability",
+                format!("{}: must be in (0, 1] (1 turns playout-cap randomisation off)", s.full_search_probability),
+            );
+        }
+        if self.replay.min_samples > self.replay.window {
+            return fail("replay.min_samples", format!("{} exceeds replay.window", self.replay.min_samples));
+        }
+        let t = &self.training;
+        for (key, value) in [("training.lr", t.lr), ("training.lr_final", t.lr_final)] {
+            if !(value.is_finite() && value > 0.0) {
+                return fail(key, format!("{value}: must be > 0"));
+            }
+        }
+        if !(t.lr_step_factor.is_finite() && t.lr_step_factor > 0.0 && t.lr_step_factor <= 1.0) {
+            return fail("training.lr_step_factor", format!("{}: must be in (0, 1]", t.lr_step_factor));
+        }
+        if !(t.weight_decay.is_finite() && t.weight_decay >= 0.0) {
+            return fail("training.weight_decay", format!("{}: must be >= 0", t.weight_decay));
+        }
+        if !(t.value_weight.is_finite() && t.value_weight >= 0.0) {
+            return fail("training.value_weight", format!("{}: must be >= 0", t.value_weight));
+        }
+        let e = &self.evaluation;
+        let mut opponents = Vec::new();
+        for (i, text) in e.opponents.iter().enumerate() {
+            match text.parse::<PlayerSpec>() {
+                Ok(spec) if spec.is_timed() => {
+                    return fail(
+                        "evaluation.opponents",
+                        format!("'{text}': timed players make evaluation depend on machine load; use depth/nodes/sims"),
+                    );
+                }
+                Ok(spec) => opponents.push(spec),
+                Err(err) => return fail("evaluation.opponents", format!("entry {}: {}", i + 1, err.reason)),
+            }
+        }
+        if !(0.0..=1.0).contains(&e.gating_threshold) {
+            return fail("evaluation.gating_threshold", format!("{}: must be in [0, 1]", e.gating_threshold));
+        }
+        if e.gating && e.previous_games == 0 {
+            return fail("evaluation.previous_games", "gating needs games against the previous network".into());
+        }
+        if self.checkpoint.keep_last < 2 {
+            return fail(
+                "checkpoint.keep_last",
+                "must be at least 2 (a damaged latest checkpoint needs a predecessor)".into(),
+            );
+        }
+        let teacher = match &self.bootstrap {
+            None => None,
+            Some(b) => {
+                let spec =
+                    b.teacher.parse::<PlayerSpec>().map_err(|err| ("bootstrap.teacher".to_string(), err.reason))?;
+                if spec.build(0).is_none() {
+                    return fail("bootstrap.teacher", "the teacher must be a baseline player (not net:)".into());
+                }
+                if b.positions == 0 {
+                    return fail("bootstrap.positions", "must be at least 1".into());
+                }
+                if !(0.0..=1.0).contains(&b.random_move_probability) {
+                    return fail("bootstrap.random_move_probability", "must be in [0, 1]".into());
+                }
+                Some(spec)
+            }
+        };
+        let threads =
+            if self.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { self.threads };
+        Ok(Resolved { sizes, opponents, teacher, threads })
+    }
+
+    /// Dotted keys (`training.lr`) whose values differ between two configs.
+    pub fn differing_keys(&self, other: &TrainConfig) -> Vec<String> {
+        let (a, b) = (flatten(self), flatten(other));
+        let mut keys: Vec<String> = a.keys().chain(b.keys()).filter(|k| a.get(*k) != b.get(*k)).cloned().collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+/// The config as dotted keys and their TOML values.
+fn flatten(config: &TrainConfig) -> BTreeMap<String, String> {
+    fn walk(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>) {
+        match value {
+            toml::Value::Table(table) => {
+                for (k, v) in table {
+                    let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    walk(&key, v, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
+        }
+    }
+    let value = toml::Value::try_from(config).expect("a config converts to TOML");
+    let mut out = BTreeMap::new();
+    walk("", &value, &mut out);
+    out
+}
+
+/// The dotted key being defined at byte `offset` of a TOML text: the last
+/// `[table]` header before it and the key at the start of its line.
+fn key_at(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let line = text[line_start..line_end].trim();
+    let mut table = String::new();
+    for l in before[..line_start].lines() {
+        let l = l.trim();
+        if l.starts_with('[') && !l.starts_with("[[") {
+            table = l.trim_start_matches('[').split(']').next().unwrap_or("").trim().to_string();
+        }
+    }
+    if line.starts_with('[') {
+        return line.trim_start_matches('[').split(']').next().unwrap_or("").trim().to_string();
+    }
+    let key = line.split('=').next().unwrap_or("").trim().trim_matches('"');
+    match (table.is_empty(), key.is_empty()) {
+        (_, true) => {
+            if table.is_empty() {
+                "(file)".into()
+            } else {
+                table
+            }
+        }
+        (true, false) => key.to_string(),
+        (false, false) => format!("{table}.{key}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_at_finds_table_and_key() {
+        let text = "name = \"x\"\n[selfplay]\n# c\ngames = \"many\"\n";
+        let at = text.find("\"many\"").unwrap();
+        assert_eq!(key_at(text, at), "selfplay.games");
+        assert_eq!(key_at(text, 2), "name");
+    }
+
+    #[test]
+    fn schedules() {
+        let mut t =
+            TrainingConfig { lr: 1.0, lr_final: 0.1, lr_step_every: 10, lr_step_factor: 0.5, ..Default::default() };
+        assert_eq!(t.lr_at(55, 100), 1.0);
+        t.lr_schedule = LrSchedule::Step;
+        assert_eq!(t.lr_at(25, 100), 0.25);
+        t.lr_schedule = LrSchedule::Cosine;
+        assert!((t.lr_at(0, 100) - 1.0).abs() < 1e-12);
+        assert!((t.lr_at(50, 100) - 0.55).abs() < 1e-12);
+        assert!((t.lr_at(100, 100) - 0.1).abs() < 1e-12);
+    }
+}

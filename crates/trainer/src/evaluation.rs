@@ -1,0 +1,139 @@
+//! Evaluation matches and Elo.
+//!
+//! The baseline opponents are rated once, by a round robin among
+//! themselves at the start of the run (Bradley–Terry, the first opponent at
+//! 0). Each evaluation then rates the network by maximum likelihood against
+//! those fixed anchors, so Elo is comparable across iterations.
+
+use konane_mcts::SearchConfig;
+use konane_nn::player::{NetFactory, player_factory};
+use konane_nn::{Backend, Net};
+use konane_players::arena::{self, GameResult, MatchConfig, PlayerFactory, bradley_terry_elo};
+use konane_players::{Limits, PlayerSpec};
+use konane_rules::Size;
+
+use crate::TrainError;
+use crate::metrics::MatchResult;
+
+/// A factory of PUCT players over `net` without noise: the network as it
+/// plays in evaluation.
+pub fn net_factory(net: &Net, backend: Backend, simulations: u64, search: SearchConfig, label: String) -> NetFactory {
+    let search = SearchConfig { dirichlet_epsilon: 0.0, ..search };
+    NetFactory::new(
+        net.clone(),
+        backend.device(),
+        Limits { nodes: Some(simulations), ..Limits::default() },
+        search,
+        label,
+    )
+}
+
+/// A factory for a baseline (or `net:`) opponent.
+///
+/// # Errors
+/// A `net:` opponent whose network cannot be loaded.
+pub fn opponent_factory(spec: &PlayerSpec, backend: Backend) -> Result<Box<dyn PlayerFactory>, TrainError> {
+    Ok(player_factory(spec, backend)?)
+}
+
+/// Plays a match and scores it for `a`.
+///
+/// # Errors
+/// The arena's thread pool could not be built.
+pub fn play(
+    a: &dyn PlayerFactory,
+    b: &dyn PlayerFactory,
+    size: Size,
+    games: usize,
+    threads: usize,
+    seed: u64,
+    on_game: &(dyn Fn(&GameResult) + Sync),
+) -> Result<MatchResult, TrainError> {
+    let config = MatchConfig { size, games, threads, seed };
+    let results = arena::play_match(a, b, &config, on_game).map_err(|e| TrainError::Other(e.to_string()))?;
+    let scored: Vec<&GameResult> = results.iter().filter(|r| r.fault.is_none()).collect();
+    if scored.len() < results.len() {
+        let fault = results.iter().find_map(|r| r.fault.as_ref()).expect("a fault");
+        tracing::warn!(a = %a.label(), b = %b.label(), faults = results.len() - scored.len(), first = %fault.reason, "unscored games");
+    }
+    let wins = scored.iter().filter(|r| r.a_won).count();
+    let score = if scored.is_empty() { 0.5 } else { wins as f64 / scored.len() as f64 };
+    Ok(MatchResult {
+        opponent: b.label(),
+        games: scored.len(),
+        wins,
+        score,
+        elo_diff: arena::elo(score.clamp(0.001, 0.999)),
+    })
+}
+
+/// Ratings of the opponents from a round robin of `games` per pair; the
+/// first is 0. A single opponent is simply 0.
+///
+/// # Errors
+/// As [`play`] and [`opponent_factory`].
+pub fn rate_anchors(
+    opponents: &[PlayerSpec],
+    backend: Backend,
+    size: Size,
+    games: usize,
+    threads: usize,
+    seed: u64,
+) -> Result<Vec<(String, f64)>, TrainError> {
+    let n = opponents.len();
+    let factories: Vec<Box<dyn PlayerFactory>> =
+        opponents.iter().map(|s| opponent_factory(s, backend)).collect::<Result<_, _>>()?;
+    let mut wins = vec![vec![0.0; n]; n];
+    let mut pair = 0;
+    for i in 0..n {
+        for j in i + 1..n {
+            let result =
+                play(factories[i].as_ref(), factories[j].as_ref(), size, games, threads, seed ^ pair, &|_| {})?;
+            wins[i][j] = result.wins as f64;
+            wins[j][i] = (result.games - result.wins) as f64;
+            pair += 1;
+        }
+    }
+    let ratings = if n > 1 { bradley_terry_elo(&wins) } else { vec![0.0; n] };
+    Ok(opponents.iter().map(|s| s.to_string()).zip(ratings).collect())
+}
+
+/// The maximum-likelihood rating of a player with `results` against anchors
+/// of known `ratings` (one virtual draw against each keeps it finite).
+pub fn rating_against(results: &[(f64, usize, usize)]) -> Option<f64> {
+    if results.is_empty() {
+        return None;
+    }
+    // d/dR of the log-likelihood is sum(wins + 0.5 - (games + 1) * E(R)),
+    // decreasing in R: bisect for its zero.
+    let slope = |r: f64| -> f64 {
+        results
+            .iter()
+            .map(|&(anchor, wins, games)| {
+                let expected = 1.0 / (1.0 + 10f64.powf((anchor - r) / 400.0));
+                wins as f64 + 0.5 - (games as f64 + 1.0) * expected
+            })
+            .sum()
+    };
+    let (mut low, mut high) = (-5000.0, 5000.0);
+    for _ in 0..100 {
+        let mid = 0.5 * (low + high);
+        if slope(mid) > 0.0 { low = mid } else { high = mid }
+    }
+    Some(0.5 * (low + high))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rating_matches_the_score() {
+        // 75% against an anchor at 0: about +191 with the virtual draw pulling in.
+        let r = rating_against(&[(0.0, 75, 100)]).unwrap();
+        assert!(r > 170.0 && r < 191.0, "{r}");
+        let r = rating_against(&[(0.0, 50, 100), (200.0, 50, 100)]).unwrap();
+        assert!((r - 100.0).abs() < 1.0, "{r}");
+        assert!(rating_against(&[]).is_none());
+    }
+}

@@ -1,0 +1,94 @@
+//! AlphaZero-style self-play training for Kōnane.
+//!
+//! One iteration of the loop (see `README.md`, "How the loop works"):
+//!
+//! 1. **Self-play** ([`selfplay`]): worker threads, one network evaluator
+//!    each, play many games at once with batched PUCT search, Dirichlet root
+//!    noise and a temperature schedule; every searched position becomes a
+//!    sample (position, root visit distribution, game result).
+//! 2. **Replay** ([`replay`]): the newest `replay.window` samples, packed
+//!    two bits per cell.
+//! 3. **Training** ([`konane_nn::train::Learner`]): batches of one board size
+//!    sampled from the window through random symmetries, policy
+//!    cross-entropy + value MSE + weight decay, the configured schedule.
+//! 4. **Evaluation** ([`evaluation`]): the new network against the previous
+//!    one and the baseline players, Elo against the anchors.
+//! 5. **Checkpoint** ([`run`]): network, optimizer state, replay window and
+//!    loop state in `checkpoints/iter-NNNNNN/`, then `LATEST` points at it.
+//!
+//! [`trainer::train`] runs the loop; [`config::TrainConfig`] holds every knob.
+#![deny(missing_docs)]
+
+pub mod bootstrap;
+pub mod config;
+pub mod evaluation;
+pub mod metrics;
+#[cfg_attr(not(feature = "plot"), path = "plot_disabled.rs")]
+pub mod plot;
+pub mod replay;
+pub mod run;
+pub mod selfplay;
+pub mod trainer;
+
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+pub use config::{ConfigError, TrainConfig};
+pub use metrics::IterationMetrics;
+pub use trainer::{TrainOptions, TrainOutcome, train};
+
+/// What can stop a training run.
+#[derive(Debug, Error)]
+pub enum TrainError {
+    /// The config is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A file or directory could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A network or optimizer file could not be read or written.
+    #[error(transparent)]
+    Checkpoint(#[from] konane_nn::CheckpointError),
+    /// A run file is damaged or foreign.
+    #[error("{path}: {reason}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `--resume` with a config that differs from the run's.
+    #[error(
+        "the config differs from the run's in: {}; resume with --override {} to accept the change",
+        keys.join(", "),
+        keys.join(",")
+    )]
+    ConfigChanged {
+        /// The differing dotted keys.
+        keys: Vec<String>,
+    },
+    /// No checkpoint of a run could be loaded.
+    #[error("no usable checkpoint in {dir}:\n{reasons}")]
+    NoCheckpoint {
+        /// The run directory.
+        dir: PathBuf,
+        /// Why each candidate was rejected, one per line.
+        reasons: String,
+    },
+    /// Anything else (thread pools, plotting).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl TrainError {
+    /// An I/O error about `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> TrainError {
+        TrainError::Io { path: path.to_path_buf(), source }
+    }
+}

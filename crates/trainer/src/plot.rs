@@ -1,0 +1,230 @@
+//! Training curves from `metrics.jsonl`: losses, win rates and Elo, drawn
+//! with plotters to PNG or SVG.
+//!
+//! Text needs a TrueType font. plotters' `ab_glyph` backend renders it from
+//! font bytes registered at run time, so no fontconfig or system font
+//! library is linked: the font is read from `$KONANE_FONT` or, failing that,
+//! the first DejaVu/Liberation/Noto sans font under the usual system font
+//! directories (Debian's `fonts-dejavu-core` provides one).
+
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::{FontStyle, register_font};
+
+use crate::TrainError;
+use crate::metrics::{self, IterationMetrics};
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+fn font_candidates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(path) = std::env::var_os("KONANE_FONT") {
+        out.push(PathBuf::from(path));
+    }
+    for known in [
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/TTF/DejaVuSans.ttf",
+        "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+        "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf",
+        "/Library/Fonts/Arial.ttf",
+        "/System/Library/Fonts/Supplemental/Arial.ttf",
+        "C:\\Windows\\Fonts\\arial.ttf",
+    ] {
+        out.push(PathBuf::from(known));
+    }
+    // Any TrueType font at all, as a last resort.
+    let mut stack = vec![PathBuf::from("/usr/share/fonts")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("ttf")) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// Registers a font for plotters' "sans-serif" family, once.
+fn ensure_font() -> Result<PathBuf, TrainError> {
+    static FONT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FONT.get_or_init(|| {
+        for path in font_candidates() {
+            let Ok(bytes) = std::fs::read(&path) else { continue };
+            // plotters keeps the font for the process's lifetime.
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                return Some(path);
+            }
+        }
+        None
+    })
+    .clone()
+    .ok_or_else(|| {
+        TrainError::Other(
+            "no TrueType font found for the plot's text: set KONANE_FONT=/path/to/font.ttf (or install fonts-dejavu-core)"
+                .into(),
+        )
+    })
+}
+
+/// Draws the curves of the run in `run_dir` to `out` (`.png` or `.svg`).
+///
+/// # Errors
+/// Unreadable metrics, no font, an unknown extension or a drawing failure.
+pub fn plot_run(run_dir: &Path, out: &Path) -> Result<usize, TrainError> {
+    let history = metrics::read(&run_dir.join("metrics.jsonl"))?;
+    if history.is_empty() {
+        return Err(TrainError::Other(format!("{}: no iterations recorded yet", run_dir.display())));
+    }
+    let title = run_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    plot_metrics(&history, &title, out)?;
+    Ok(history.len())
+}
+
+/// Draws `history` to `out` (`.png` or `.svg`).
+///
+/// # Errors
+/// No font, an unknown extension or a drawing failure.
+pub fn plot_metrics(history: &[IterationMetrics], title: &str, out: &Path) -> Result<(), TrainError> {
+    ensure_font()?;
+    let size = (1000, 1200);
+    let fail = |e: String| TrainError::Other(format!("drawing {}: {e}", out.display()));
+    match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("png") => {
+            let root = BitMapBackend::new(out, size).into_drawing_area();
+            draw(&root, history, title).map_err(fail)?;
+            root.present().map_err(|e| fail(e.to_string()))
+        }
+        Some("svg") => {
+            let root = SVGBackend::new(out, size).into_drawing_area();
+            draw(&root, history, title).map_err(fail)?;
+            root.present().map_err(|e| fail(e.to_string()))
+        }
+        _ => Err(TrainError::Other(format!("{}: the plot is written as .png or .svg", out.display()))),
+    }
+}
+
+type Series = (String, Vec<(f64, f64)>);
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    history: &[IterationMetrics],
+    title: &str,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let root = root.titled(&format!("konane training: {title}"), ("sans-serif", 28)).map_err(e)?;
+    let panels = root.split_evenly((3, 1));
+    let x = |m: &IterationMetrics| m.iteration as f64;
+
+    let trained: Vec<&IterationMetrics> = history.iter().filter(|m| m.train_steps > 0).collect();
+    let losses: Vec<Series> = vec![
+        ("policy loss".into(), trained.iter().map(|m| (x(m), m.policy_loss)).collect()),
+        ("value loss (MSE)".into(), trained.iter().map(|m| (x(m), m.value_loss)).collect()),
+        ("policy entropy".into(), trained.iter().map(|m| (x(m), m.policy_entropy)).collect()),
+    ];
+    panel(&panels[0], "losses", "loss", &losses, None)?;
+
+    let mut opponents: Vec<String> = Vec::new();
+    for m in history {
+        for r in &m.evaluation {
+            if !opponents.contains(&r.opponent) {
+                opponents.push(r.opponent.clone());
+            }
+        }
+    }
+    let rates: Vec<Series> = opponents
+        .iter()
+        .map(|o| {
+            let points = history
+                .iter()
+                .filter_map(|m| m.evaluation.iter().find(|r| &r.opponent == o).map(|r| (x(m), r.score)))
+                .collect();
+            (format!("vs {o}"), points)
+        })
+        .collect();
+    panel(&panels[1], "win rate of the network", "win rate", &rates, Some((0.0, 1.0)))?;
+
+    let elo: Vec<Series> = vec![
+        ("Elo vs anchors".into(), history.iter().filter_map(|m| m.elo.map(|v| (x(m), v))).collect()),
+        (
+            "Elo chain (vs previous)".into(),
+            history.iter().filter(|m| !m.evaluation.is_empty()).map(|m| (x(m), m.elo_chain)).collect(),
+        ),
+    ];
+    panel(&panels[2], "Elo (first opponent = 0)", "Elo", &elo, None)
+}
+
+fn panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    caption: &str,
+    y_label: &str,
+    series: &[Series],
+    y_range: Option<(f64, f64)>,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+    let points = series.iter().flat_map(|s| s.1.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in points {
+        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+    }
+    if x0 > x1 {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    if let Some(range) = y_range {
+        (y0, y1) = range;
+    }
+    if x1 - x0 < 1.0 {
+        x1 = x0 + 1.0;
+    }
+    let pad = ((y1 - y0) * 0.08).max(1e-3);
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+        .map_err(e)?;
+    chart.configure_mesh().x_desc("iteration").y_desc(y_label).draw().map_err(e)?;
+    for (i, (name, points)) in series.iter().enumerate() {
+        if points.is_empty() {
+            continue;
+        }
+        let color = PALETTE[i % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
+            .map_err(e)?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(e)?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! Stand-in for the plotting module when the `plot` feature is off.
+
+use std::path::Path;
+
+use crate::TrainError;
+
+/// Always fails: this build has no plotting.
+///
+/// # Errors
+/// Always.
+pub fn plot_run(_run_dir: &Path, _out: &Path) -> Result<usize, TrainError> {
+    Err(TrainError::Other("this konane was built without the `plot` feature of konane-trainer".into()))
+}

@@ -1,0 +1,399 @@
+//! The replay window: the newest self-play samples, stored compactly, and
+//! its versioned binary file.
+//!
+//! A sample keeps its position as two bits per cell (an 8x8 board is 16
+//! bytes; float input planes would be 1.5 KB), the search's visit counts as
+//! `(policy index, visits)` pairs of `u16`, and the value target. Input
+//! planes are built only for the batch being trained on.
+//!
+//! File layout (little endian), written atomically:
+//!
+//! ```text
+//! "KONANE-REPLAY\n" | u32 version | u64 samples | samples... | u32 crc32
+//! sample: u8 cols | u8 rows | u8 side (0 black, 1 white) | ceil(2 * cells / 8) bytes of cells
+//!         | u16 moves | moves x (u16 policy index, u16 visits) | f32 value
+//! ```
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use konane_nn::encoding::{index_move, move_index, policy_len};
+use konane_nn::train::Sample;
+use konane_rules::{Color, Position, Size, Symmetry};
+use rand::seq::IndexedRandom;
+use rand::{Rng, RngExt};
+
+use crate::TrainError;
+
+const MAGIC: &[u8] = b"KONANE-REPLAY\n";
+/// Version of the replay file layout.
+pub const REPLAY_VERSION: u32 = 1;
+
+/// One training sample, packed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PackedSample {
+    cols: u8,
+    rows: u8,
+    white_to_move: bool,
+    /// Two bits per cell, cell `i` at bits `2i..2i+2` of the byte string:
+    /// 0 empty, 1 black, 2 white.
+    cells: Box<[u8]>,
+    /// `(policy index, visits)` of each root move searched.
+    visits: Box<[(u16, u16)]>,
+    /// Value target for the side to move, in [-1, 1].
+    pub value: f32,
+}
+
+impl PackedSample {
+    /// Packs a position with its move visit counts and value target.
+    pub fn new(position: &Position, visits: impl IntoIterator<Item = (konane_rules::Move, u32)>, value: f32) -> Self {
+        let size = position.size();
+        let mut cells = vec![0u8; (2 * size.cells()).div_ceil(8)].into_boxed_slice();
+        for cell in size.all_cells() {
+            let code = match position.stone_at(cell) {
+                None => 0,
+                Some(Color::Black) => 1,
+                Some(Color::White) => 2,
+            };
+            let i = cell.index();
+            cells[i / 4] |= code << (2 * (i % 4));
+        }
+        let visits =
+            visits.into_iter().map(|(mv, n)| (move_index(size, mv) as u16, n.min(u16::MAX as u32) as u16)).collect();
+        PackedSample {
+            cols: size.cols() as u8,
+            rows: size.rows() as u8,
+            white_to_move: position.side_to_move() == Color::White,
+            cells,
+            visits,
+            value,
+        }
+    }
+
+    /// The board size.
+    pub fn size(&self) -> Size {
+        Size::new_const(self.cols, self.rows)
+    }
+
+    /// The position.
+    pub fn position(&self) -> Position {
+        let side = if self.white_to_move { Color::White } else { Color::Black };
+        Position::from_fn(self.size(), side, |cell| {
+            let i = cell.index();
+            match (self.cells[i / 4] >> (2 * (i % 4))) & 3 {
+                1 => Some(Color::Black),
+                2 => Some(Color::White),
+                _ => None,
+            }
+        })
+    }
+
+    /// The training sample, seen through `symmetry`: the position and the
+    /// visit distribution (normalised) transformed alike.
+    pub fn unpack(&self, symmetry: Symmetry) -> Sample {
+        let size = self.size();
+        let position = self.position();
+        let total: f32 = self.visits.iter().map(|&(_, n)| n as f32).sum();
+        let policy = self
+            .visits
+            .iter()
+            .map(|&(index, n)| {
+                let mv = index_move(size, index as usize).expect("stored indices are on the board");
+                let p = if total > 0.0 { n as f32 / total } else { 1.0 / self.visits.len() as f32 };
+                (symmetry.apply_move(size, mv), p)
+            })
+            .collect();
+        Sample { position: symmetry.apply(&position), policy, value: self.value }
+    }
+
+    /// Bytes the sample takes in memory, roughly (for memory reports).
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.cells.len() + 4 * self.visits.len()
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&[self.cols, self.rows, self.white_to_move as u8]);
+        out.extend_from_slice(&self.cells);
+        out.extend_from_slice(&(self.visits.len() as u16).to_le_bytes());
+        for &(index, n) in &self.visits {
+            out.extend_from_slice(&index.to_le_bytes());
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&self.value.to_le_bytes());
+    }
+
+    fn read(reader: &mut Reader<'_>) -> Result<PackedSample, String> {
+        let (cols, rows, side) = (reader.u8()?, reader.u8()?, reader.u8()?);
+        let size = Size::new(cols as usize, rows as usize).map_err(|e| format!("bad board size: {e}"))?;
+        if side > 1 {
+            return Err(format!("bad side to move {side}"));
+        }
+        let cells: Box<[u8]> = reader.bytes((2 * size.cells()).div_ceil(8))?.into();
+        let moves = reader.u16()? as usize;
+        let mut visits = Vec::with_capacity(moves);
+        for _ in 0..moves {
+            let index = reader.u16()?;
+            if index as usize >= policy_len(size) || index_move(size, index as usize).is_none() {
+                return Err(format!("policy index {index} is off a {size} board"));
+            }
+            visits.push((index, reader.u16()?));
+        }
+        let value = f32::from_le_bytes(reader.bytes(4)?.try_into().unwrap());
+        if !(-1.0..=1.0).contains(&value) {
+            return Err(format!("value {value} outside [-1, 1]"));
+        }
+        Ok(PackedSample { cols, rows, white_to_move: side == 1, cells, visits: visits.into(), value })
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn bytes(&mut self, n: usize) -> Result<&[u8], String> {
+        let slice = self.bytes.get(self.at..self.at + n).ok_or("truncated")?;
+        self.at += n;
+        Ok(slice)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.bytes(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.bytes(2)?.try_into().unwrap()))
+    }
+}
+
+/// The newest `capacity` samples, oldest first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplayBuffer {
+    samples: VecDeque<PackedSample>,
+    capacity: usize,
+}
+
+impl ReplayBuffer {
+    /// An empty window of `capacity` samples.
+    pub fn new(capacity: usize) -> ReplayBuffer {
+        ReplayBuffer { samples: VecDeque::new(), capacity }
+    }
+
+    /// Samples held.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Whether the window is empty.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// The window size.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Changes the window size (a resumed run with a new `replay.window`),
+    /// dropping the oldest samples if it shrinks.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.trim();
+    }
+
+    /// The samples, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &PackedSample> {
+        self.samples.iter()
+    }
+
+    /// Appends samples, dropping the oldest beyond the window.
+    pub fn extend(&mut self, samples: impl IntoIterator<Item = PackedSample>) {
+        self.samples.extend(samples);
+        self.trim();
+    }
+
+    fn trim(&mut self) {
+        while self.samples.len() > self.capacity {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Approximate memory held by the samples.
+    pub fn heap_bytes(&self) -> usize {
+        self.samples.iter().map(PackedSample::heap_bytes).sum()
+    }
+
+    /// A training batch of up to `batch_size` samples drawn uniformly (with
+    /// replacement) from the window, all of one board size: the first draw
+    /// picks the size, later draws of other sizes are redrawn. With
+    /// `augment` each sample is seen through a random symmetry of its board.
+    ///
+    /// # Panics
+    /// On an empty window.
+    pub fn sample_batch<R: Rng + ?Sized>(&self, batch_size: usize, augment: bool, rng: &mut R) -> Vec<Sample> {
+        assert!(!self.samples.is_empty(), "sampling from an empty replay window");
+        let first = &self.samples[rng.random_range(0..self.samples.len())];
+        let size = first.size();
+        let mut batch = Vec::with_capacity(batch_size);
+        let mut draws = 0;
+        let mut next = Some(first);
+        while batch.len() < batch_size && draws < 64 * batch_size {
+            let sample = next.take().unwrap_or_else(|| &self.samples[rng.random_range(0..self.samples.len())]);
+            draws += 1;
+            if sample.size() != size {
+                continue;
+            }
+            let symmetry =
+                if augment { *Symmetry::of(size).choose(rng).expect("the identity") } else { Symmetry::Identity };
+            batch.push(sample.unpack(symmetry));
+        }
+        batch
+    }
+
+    /// The window in the file layout of the module documentation.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.samples.len() * 48);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&REPLAY_VERSION.to_le_bytes());
+        out.extend_from_slice(&(self.samples.len() as u64).to_le_bytes());
+        for sample in &self.samples {
+            sample.write(&mut out);
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Reads a window written by [`ReplayBuffer::to_bytes`], with room for
+    /// `capacity` samples.
+    ///
+    /// # Errors
+    /// A foreign, damaged, truncated or newer file, with the reason.
+    pub fn from_bytes(bytes: &[u8], capacity: usize) -> Result<ReplayBuffer, String> {
+        if !bytes.starts_with(MAGIC) {
+            return Err("not a konane replay file (bad magic)".into());
+        }
+        if bytes.len() < MAGIC.len() + 16 {
+            return Err(format!("truncated ({} bytes)", bytes.len()));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
+            return Err("checksum mismatch: the file is damaged or truncated".into());
+        }
+        let mut reader = Reader { bytes: body, at: MAGIC.len() };
+        let version = u32::from_le_bytes(reader.bytes(4)?.try_into().unwrap());
+        if version != REPLAY_VERSION {
+            return Err(format!("replay format version {version}, this build reads {REPLAY_VERSION}"));
+        }
+        let count = u64::from_le_bytes(reader.bytes(8)?.try_into().unwrap()) as usize;
+        let mut samples = VecDeque::with_capacity(count.min(1 << 24));
+        for i in 0..count {
+            samples.push_back(PackedSample::read(&mut reader).map_err(|e| format!("sample {i}: {e}"))?);
+        }
+        if reader.at != body.len() {
+            return Err("trailing bytes after the last sample".into());
+        }
+        let mut buffer = ReplayBuffer { samples, capacity };
+        buffer.trim();
+        Ok(buffer)
+    }
+
+    /// Writes the window to `path` atomically.
+    ///
+    /// # Errors
+    /// I/O failure.
+    pub fn save(&self, path: &Path) -> Result<(), TrainError> {
+        konane_nn::checkpoint::write_atomically(path, &self.to_bytes())?;
+        Ok(())
+    }
+
+    /// Reads a window from `path`.
+    ///
+    /// # Errors
+    /// Missing, damaged or foreign file.
+    pub fn load(path: &Path, capacity: usize) -> Result<ReplayBuffer, TrainError> {
+        let bytes = std::fs::read(path).map_err(|e| TrainError::io(path, e))?;
+        ReplayBuffer::from_bytes(&bytes, capacity).map_err(|reason| TrainError::Damaged { path: path.into(), reason })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    fn game_samples(size: &str, seed: u64) -> Vec<PackedSample> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut position = Position::start(size.parse().unwrap());
+        let mut out = Vec::new();
+        while !position.is_over() {
+            let moves = position.moves();
+            let visits: Vec<_> = moves.iter().map(|&m| (m, rng.random_range(0..50u32))).collect();
+            out.push(PackedSample::new(&position, visits, if out.len() % 2 == 0 { 1.0 } else { -1.0 }));
+            position.play_unchecked(moves[rng.random_range(0..moves.len())]);
+        }
+        out
+    }
+
+    #[test]
+    fn packing_round_trips_positions_and_policies() {
+        for size in ["4x4", "5x7", "6x6", "8x8", "11x11", "20x20"] {
+            for sample in game_samples(size, 3) {
+                let position = sample.position();
+                assert_eq!(PackedSample::new(&position, [], 0.0).cells, sample.cells);
+                let unpacked = sample.unpack(Symmetry::Identity);
+                assert_eq!(unpacked.position, position);
+                let moves = position.moves();
+                assert_eq!(unpacked.policy.len(), moves.len());
+                assert!(unpacked.policy.iter().all(|(m, _)| moves.contains(m)));
+                let total: f32 = unpacked.policy.iter().map(|p| p.1).sum();
+                assert!((total - 1.0).abs() < 1e-4 || moves.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn symmetric_samples_have_legal_policies() {
+        for sample in game_samples("6x6", 5) {
+            for &sym in Symmetry::of(sample.size()) {
+                let s = sample.unpack(sym);
+                let moves = s.position.moves();
+                assert!(s.policy.iter().all(|(m, _)| moves.contains(m)), "{sym:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn file_round_trips_and_detects_damage() {
+        let mut buffer = ReplayBuffer::new(100);
+        for seed in 0..10 {
+            buffer.extend(game_samples("6x6", seed));
+            buffer.extend(game_samples("8x8", seed));
+        }
+        assert_eq!(buffer.len(), 100);
+        let bytes = buffer.to_bytes();
+        assert_eq!(ReplayBuffer::from_bytes(&bytes, 100).unwrap(), buffer);
+        assert_eq!(ReplayBuffer::from_bytes(&bytes, 10).unwrap().len(), 10);
+        assert!(ReplayBuffer::from_bytes(&bytes[..bytes.len() - 9], 100).unwrap_err().contains("checksum"));
+        let mut flipped = bytes.clone();
+        flipped[40] ^= 1;
+        assert!(ReplayBuffer::from_bytes(&flipped, 100).is_err());
+        assert!(ReplayBuffer::from_bytes(b"hello", 100).unwrap_err().contains("magic"));
+    }
+
+    #[test]
+    fn batches_are_of_one_size() {
+        let mut buffer = ReplayBuffer::new(10_000);
+        for seed in 0..10 {
+            buffer.extend(game_samples("6x6", seed));
+            buffer.extend(game_samples("5x5", seed));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..20 {
+            let batch = buffer.sample_batch(32, true, &mut rng);
+            assert_eq!(batch.len(), 32);
+            assert!(batch.iter().all(|s| s.position.size() == batch[0].position.size()));
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The run directory and its checkpoints.
+//!
+//! ```text
+//! runs/6x6-quick-20261201-1200/
+//!   config.toml                 the config the run uses
+//!   metrics.jsonl               one line per iteration
+//!   LATEST                      -> checkpoints/iter-000007/net.knet
+//!   checkpoints/iter-000007/
+//!     net.knet                  network (konane-nn format, CRC inside)
+//!     optimizer.bpk             optimizer state (burnpack)
+//!     replay.bin                replay window (versioned, CRC inside)
+//!     state.json                loop state and the CRC of every file above;
+//!                               its second line is the CRC of its first
+//! ```
+//!
+//! A checkpoint is written into `iter-NNNNNN.partial/`, every file synced,
+//! `state.json` last; the directory is then renamed and only after that does
+//! `LATEST` move. A kill at any moment leaves either the previous checkpoint
+//! as `LATEST` or the new one complete. On resume every file's checksum is
+//! checked; a damaged latest checkpoint is skipped for the newest intact one.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use konane_nn::checkpoint::{self, LATEST};
+use serde::{Deserialize, Serialize};
+
+use crate::TrainError;
+use crate::metrics::IterationMetrics;
+
+/// Version of `state.json`.
+pub const STATE_VERSION: u32 = 1;
+/// Network file name inside a checkpoint.
+pub const NET_FILE: &str = "net.knet";
+/// Best-network file (gating) inside a checkpoint.
+pub const BEST_FILE: &str = "best.knet";
+/// Optimizer state file name.
+pub const OPTIMIZER_FILE: &str = "optimizer.bpk";
+/// Replay window file name.
+pub const REPLAY_FILE: &str = "replay.bin";
+/// Loop state file name.
+pub const STATE_FILE: &str = "state.json";
+
+/// The loop's state between iterations: with the network, optimizer and
+/// replay files it determines the rest of the run (every random stream is
+/// derived from the seed, the iteration and an index, so no generator
+/// state needs saving).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunState {
+    /// [`STATE_VERSION`].
+    pub format: u32,
+    /// Iterations completed.
+    pub iteration: u64,
+    /// Training steps taken (the schedule's clock).
+    pub steps: u64,
+    /// Self-play games played.
+    pub games: u64,
+    /// Ratings of the evaluation opponents from their round robin at the
+    /// start of the run (the first is 0).
+    pub anchors: Vec<(String, f64)>,
+    /// Cumulative Elo from matches against each previous network.
+    pub elo_chain: f64,
+    /// Under gating: the iteration whose network plays self-play.
+    pub best_iteration: u64,
+    /// The bootstrap phase's losses, if it ran.
+    pub bootstrap: Option<crate::bootstrap::BootstrapReport>,
+    /// Every iteration's metrics so far.
+    pub metrics: Vec<IterationMetrics>,
+    /// CRC-32 of each file of the checkpoint, by name.
+    pub files: BTreeMap<String, u32>,
+}
+
+/// The directory of checkpoint `iteration`.
+pub fn checkpoint_dir(run: &Path, iteration: u64) -> PathBuf {
+    run.join("checkpoints").join(format!("iter-{iteration:06}"))
+}
+
+fn crc_of(path: &Path) -> Result<u32, TrainError> {
+    Ok(crc32fast::hash(&fs::read(path).map_err(|e| TrainError::io(path, e))?))
+}
+
+/// Makes an empty `iter-NNNNNN.partial` directory to write a checkpoint into.
+///
+/// # Errors
+/// I/O failure.
+pub fn begin_checkpoint(run: &Path, iteration: u64) -> Result<PathBuf, TrainError> {
+    let mut dir = checkpoint_dir(run, iteration).into_os_string();
+    dir.push(".partial");
+    let dir = PathBuf::from(dir);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+    }
+    fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+    Ok(dir)
+}
+
+/// Seals a checkpoint whose data files are in `partial`: records their
+/// checksums in `state.json`, renames the directory and moves `LATEST`.
+///
+/// # Errors
+/// I/O failure.
+pub fn commit_checkpoint(run: &Path, partial: &Path, state: &mut RunState) -> Result<PathBuf, TrainError> {
+    state.files.clear();
+    for entry in fs::read_dir(partial).map_err(|e| TrainError::io(partial, e))? {
+        let entry = entry.map_err(|e| TrainError::io(partial, e))?;
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name != STATE_FILE && !name.ends_with(".tmp") {
+            state.files.insert(name, crc_of(&entry.path())?);
+        }
+    }
+    state.format = STATE_VERSION;
+    let json = serde_json::to_string(state).expect("state serialises");
+    let text = format!("{json}\ncrc32 {:08x}\n", crc32fast::hash(json.as_bytes()));
+    checkpoint::write_atomically(&partial.join(STATE_FILE), text.as_bytes())?;
+    // Make the files durable before the rename publishes them.
+    for name in state.files.keys() {
+        let path = partial.join(name);
+        if let Ok(file) = fs::File::open(&path) {
+            file.sync_all().map_err(|e| TrainError::io(&path, e))?;
+        }
+    }
+    let dir = checkpoint_dir(run, state.iteration);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+    }
+    fs::rename(partial, &dir).map_err(|e| TrainError::io(&dir, e))?;
+    if let Ok(parent) = fs::File::open(dir.parent().expect("checkpoints/")) {
+        let _ = parent.sync_all();
+    }
+    let relative = dir.strip_prefix(run).expect("inside the run").join(NET_FILE);
+    checkpoint::set_latest(run, &relative)?;
+    Ok(dir)
+}
+
+/// Reads and checks `state.json` and the checksums of the files it lists.
+///
+/// # Errors
+/// A missing, damaged or foreign state file, or a listed file that is
+/// missing or does not match its checksum.
+pub fn verify_checkpoint(dir: &Path) -> Result<RunState, TrainError> {
+    let path = dir.join(STATE_FILE);
+    let damaged = |reason: String| TrainError::Damaged { path: path.clone(), reason };
+    let text = fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+    let mut lines = text.lines();
+    let json = lines.next().ok_or_else(|| damaged("empty".into()))?;
+    let crc = lines
+        .next()
+        .and_then(|l| l.strip_prefix("crc32 "))
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .ok_or_else(|| damaged("no checksum line (truncated?)".into()))?;
+    if crc32fast::hash(json.as_bytes()) != crc {
+        return Err(damaged("checksum mismatch".into()));
+    }
+    let state: RunState = serde_json::from_str(json).map_err(|e| damaged(format!("unreadable: {e}")))?;
+    if state.format != STATE_VERSION {
+        return Err(damaged(format!("state version {}, this build reads {STATE_VERSION}", state.format)));
+    }
+    for required in [NET_FILE, OPTIMIZER_FILE, REPLAY_FILE] {
+        if !state.files.contains_key(required) {
+            return Err(damaged(format!("lists no {required}")));
+        }
+    }
+    for (name, &expected) in &state.files {
+        let file = dir.join(name);
+        let actual = crc_of(&file)?;
+        if actual != expected {
+            return Err(TrainError::Damaged {
+                path: file,
+                reason: format!("checksum {actual:08x}, state.json recorded {expected:08x}: damaged or truncated"),
+            });
+        }
+    }
+    Ok(state)
+}
+
+/// Iterations of the complete-looking checkpoint directories, newest first.
+pub fn list_checkpoints(run: &Path) -> Vec<u64> {
+    let mut found: Vec<u64> = fs::read_dir(run.join("checkpoints"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("iter-")?.parse().ok())
+        .collect();
+    found.sort_unstable_by(|a, b| b.cmp(a));
+    found
+}
+
+/// The newest intact checkpoint: the one `LATEST` names if it verifies,
+/// else the newest that does. Returns its directory, state and the reasons
+/// others were skipped.
+///
+/// # Errors
+/// No checkpoint verifies.
+pub fn find_latest(run: &Path) -> Result<(PathBuf, RunState, Vec<String>), TrainError> {
+    let mut skipped = Vec::new();
+    let mut candidates = Vec::new();
+    match checkpoint::resolve(run) {
+        Ok(net) => candidates.push(net.parent().map(Path::to_path_buf).unwrap_or_default()),
+        Err(e) => skipped.push(format!("LATEST: {e}")),
+    }
+    candidates.extend(list_checkpoints(run).into_iter().map(|i| checkpoint_dir(run, i)));
+    let mut tried = Vec::new();
+    for dir in candidates {
+        if tried.contains(&dir) {
+            continue;
+        }
+        match verify_checkpoint(&dir) {
+            Ok(state) => return Ok((dir, state, skipped)),
+            Err(e) => skipped.push(format!("{}: {e}", dir.display())),
+        }
+        tried.push(dir);
+    }
+    Err(TrainError::NoCheckpoint { dir: run.to_path_buf(), reasons: skipped.join("\n") })
+}
+
+/// Deletes checkpoints beyond the retention policy: the newest `keep_last`
+/// stay, as do multiples of `keep_every`, and `keep` (the one `LATEST` names).
+///
+/// # Errors
+/// I/O failure.
+pub fn prune(run: &Path, keep_last: usize, keep_every: u64, keep: u64) -> Result<(), TrainError> {
+    for (rank, iteration) in list_checkpoints(run).into_iter().enumerate() {
+        let milestone = keep_every > 0 && iteration % keep_every == 0;
+        if rank >= keep_last && !milestone && iteration != keep {
+            let dir = checkpoint_dir(run, iteration);
+            fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes checkpoints newer than `iteration` (a resumed run rewrites them)
+/// and any unfinished `.partial` directory.
+///
+/// # Errors
+/// I/O failure.
+pub fn drop_newer(run: &Path, iteration: u64) -> Result<(), TrainError> {
+    for entry in fs::read_dir(run.join("checkpoints")).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let newer = name.strip_prefix("iter-").and_then(|n| n.parse::<u64>().ok()).is_some_and(|i| i > iteration);
+        if newer || name.ends_with(".partial") {
+            fs::remove_dir_all(entry.path()).map_err(|e| TrainError::io(&entry.path(), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// `LATEST` of a run, as the checkpoint directory it points into.
+pub fn latest_dir(run: &Path) -> Option<PathBuf> {
+    let target = fs::read_to_string(run.join(LATEST)).ok()?;
+    Path::new(target.trim()).parent().map(|p| run.join(p))
+}

@@ -1,0 +1,340 @@
+//! Self-play: every worker thread plays many games at once and feeds the
+//! leaves of all their searches to one network call.
+//!
+//! A worker owns a [`NetEvaluator`] and up to `parallel_games` games, each
+//! with its own [`Search`]. One step gathers up to `leaves_per_game` leaves
+//! from every active game into one batch, evaluates it, hands each game its
+//! slice of values and priors back, and plays a move in every game whose
+//! search has reached its budget. Finished games make room for new ones.
+//!
+//! Workers run as plain threads, each inside its own one-thread rayon pool:
+//! burn's flex backend parallelises through rayon, and one single-threaded
+//! evaluator per core measured about twice the throughput of one evaluator
+//! spread over both cores (`shared/notes/burn-0.22.md`).
+//!
+//! **Determinism.** Game `i` of iteration `t` is played by worker
+//! `i % threads` and seeds its search noise and move choice from
+//! `(seed, t, i)`; the batches a worker forms depend only on its own games.
+//! With a deterministic network the games are reproducible, and with one
+//! thread they are bit-for-bit the same across runs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use konane_mcts::{Evaluator, Search};
+use konane_nn::{Backend, Net, NetEvaluator};
+use konane_rules::{Color, Move, Position, Size, Solver};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::config::SelfPlayConfig;
+use crate::replay::PackedSample;
+
+/// A seed for `(master, iteration, index, stream)`, mixed so that nearby
+/// inputs give unrelated seeds (SplitMix64 finaliser).
+pub fn derive_seed(master: u64, iteration: u64, index: u64, stream: u64) -> u64 {
+    let mut z = master
+        .wrapping_add(iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(index.wrapping_mul(0xD1B5_4A32_D192_ED03))
+        .wrapping_add(stream.wrapping_mul(0x94D0_49BB_1331_11EB));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// One finished self-play game.
+#[derive(Clone, Debug)]
+pub struct GameOutput {
+    /// Index of the game in its iteration.
+    pub index: usize,
+    /// Board size.
+    pub size: Size,
+    /// Training samples (positions searched with the full budget).
+    pub samples: Vec<PackedSample>,
+    /// Plies played.
+    pub plies: u32,
+    /// Who won.
+    pub winner: Color,
+    /// Samples whose value target came from the solver.
+    pub solved: u32,
+    /// Of those, how many disagreed with the game's result.
+    pub solver_disagreed: u32,
+}
+
+/// Totals of one self-play phase.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SelfPlayStats {
+    /// Games finished.
+    pub games: usize,
+    /// Moves played.
+    pub moves: u64,
+    /// Training samples recorded.
+    pub samples: u64,
+    /// Positions evaluated by the network.
+    pub evaluations: u64,
+    /// Network calls.
+    pub batches: u64,
+    /// Games won by black (the first player).
+    pub black_wins: usize,
+    /// Samples with exact (solver) value targets.
+    pub solved: u64,
+    /// Solved samples whose exact value disagreed with the game result.
+    pub solver_disagreed: u64,
+}
+
+impl SelfPlayStats {
+    fn add(&mut self, other: &SelfPlayStats) {
+        self.games += other.games;
+        self.moves += other.moves;
+        self.samples += other.samples;
+        self.evaluations += other.evaluations;
+        self.batches += other.batches;
+        self.black_wins += other.black_wins;
+        self.solved += other.solved;
+        self.solver_disagreed += other.solver_disagreed;
+    }
+}
+
+/// What one self-play phase needs.
+pub struct SelfPlayJob<'a> {
+    /// The network playing both sides.
+    pub net: &'a Net,
+    /// Its backend.
+    pub backend: Backend,
+    /// Self-play settings.
+    pub config: &'a SelfPlayConfig,
+    /// Board sizes, dealt round-robin by game index.
+    pub sizes: &'a [Size],
+    /// Master seed of the run.
+    pub seed: u64,
+    /// The iteration (part of every game's seed).
+    pub iteration: u64,
+    /// Worker threads.
+    pub threads: usize,
+    /// Set to abandon the phase (Ctrl-C).
+    pub stop: &'a AtomicBool,
+    /// Called with each finished game.
+    pub on_game: &'a (dyn Fn(&GameOutput) + Sync),
+}
+
+/// Plays `config.games` games; `None` if `stop` was raised first. Games come
+/// back in index order.
+///
+/// # Panics
+/// If a worker thread panics.
+pub fn play_games(job: &SelfPlayJob<'_>) -> Option<(Vec<GameOutput>, SelfPlayStats)> {
+    let threads = job.threads.clamp(1, job.config.games.max(1));
+    let results: Vec<Option<(Vec<GameOutput>, SelfPlayStats)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|worker| {
+                let net = job.net.clone();
+                scope.spawn(move || {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
+                    pool.install(|| {
+                        let evaluator = NetEvaluator::new(net, job.backend.device());
+                        let games: Vec<usize> = (worker..job.config.games).step_by(threads).collect();
+                        Worker::new(job, evaluator).run(&games)
+                    })
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("self-play worker panicked")).collect()
+    });
+    let mut games = Vec::new();
+    let mut stats = SelfPlayStats::default();
+    for result in results {
+        let (worker_games, worker_stats) = result?;
+        games.extend(worker_games);
+        stats.add(&worker_stats);
+    }
+    games.sort_by_key(|g| g.index);
+    Some((games, stats))
+}
+
+/// A game in progress.
+struct Game {
+    index: usize,
+    search: Search,
+    rng: ChaCha8Rng,
+    position: Position,
+    ply: u32,
+    /// Simulations this move gets.
+    budget: u64,
+    /// Whether this move is a full search (recorded as a sample).
+    full: bool,
+    /// Leaves gathered into the current batch.
+    gathered: usize,
+    /// Samples so far: the packed position and its side to move.
+    samples: Vec<(PackedSample, Color, Option<bool>)>,
+}
+
+struct Worker<'a> {
+    job: &'a SelfPlayJob<'a>,
+    evaluator: NetEvaluator,
+    solver: Option<Solver>,
+    stats: SelfPlayStats,
+}
+
+impl<'a> Worker<'a> {
+    fn new(job: &'a SelfPlayJob<'a>, evaluator: NetEvaluator) -> Worker<'a> {
+        let solver = (job.config.solver_max_stones > 0).then(|| Solver::new(16));
+        Worker { job, evaluator, solver, stats: SelfPlayStats::default() }
+    }
+
+    fn start(&self, index: usize) -> Game {
+        let config = self.job.config;
+        let seed = derive_seed(self.job.seed, self.job.iteration, index as u64, 0);
+        let size = self.job.sizes[index % self.job.sizes.len()];
+        let position = Position::start(size);
+        let mut search = Search::new(config.search_config(), seed);
+        search.set_root(position);
+        let mut game = Game {
+            index,
+            search,
+            rng: ChaCha8Rng::seed_from_u64(derive_seed(self.job.seed, self.job.iteration, index as u64, 1)),
+            position,
+            ply: 0,
+            budget: 0,
+            full: true,
+            gathered: 0,
+            samples: Vec::new(),
+        };
+        self.plan_move(&mut game);
+        game
+    }
+
+    /// Decides the budget of the next move (playout-cap randomisation).
+    fn plan_move(&self, game: &mut Game) {
+        let config = self.job.config;
+        game.full = config.full_search_probability >= 1.0 || game.rng.random::<f64>() < config.full_search_probability;
+        game.budget = if game.full { config.simulations } else { config.fast_simulations.min(config.simulations) };
+    }
+
+    fn run(mut self, indices: &[usize]) -> Option<(Vec<GameOutput>, SelfPlayStats)> {
+        let config = self.job.config;
+        let mut queue = indices.iter().copied();
+        let mut active: Vec<Game> = Vec::with_capacity(config.parallel_games);
+        let mut finished = Vec::new();
+        let (mut positions, mut values, mut priors) = (Vec::new(), Vec::new(), Vec::new());
+        loop {
+            while active.len() < config.parallel_games {
+                match queue.next() {
+                    Some(index) => active.push(self.start(index)),
+                    None => break,
+                }
+            }
+            if active.is_empty() {
+                break;
+            }
+            if self.job.stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            positions.clear();
+            for game in &mut active {
+                let want =
+                    (game.budget.saturating_sub(game.search.simulations())).clamp(1, config.leaves_per_game as u64);
+                game.gathered = game.search.gather(want as usize, &mut positions);
+            }
+            if !positions.is_empty() {
+                values.clear();
+                priors.clear();
+                self.evaluator.evaluate(&positions, &mut values, &mut priors);
+                let (mut v, mut p) = (0, 0);
+                for game in &mut active {
+                    let n = game.gathered;
+                    if n == 0 {
+                        continue;
+                    }
+                    let moves: usize = positions[v..v + n].iter().map(|q| q.count_moves() as usize).sum();
+                    game.search.apply(&values[v..v + n], &priors[p..p + moves]);
+                    v += n;
+                    p += moves;
+                }
+                debug_assert_eq!((v, p), (values.len(), priors.len()));
+            }
+            let mut i = 0;
+            while i < active.len() {
+                if active[i].search.simulations() >= active[i].budget && self.play_move(&mut active[i]) {
+                    let game = active.swap_remove(i);
+                    let output = self.finish(game);
+                    (self.job.on_game)(&output);
+                    finished.push(output);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        let (batches, evaluations) = self.evaluator.counts();
+        self.stats.batches = batches;
+        self.stats.evaluations = evaluations;
+        Some((finished, self.stats))
+    }
+
+    /// Plays the searched move; returns whether the game is over.
+    fn play_move(&mut self, game: &mut Game) -> bool {
+        let config = self.job.config;
+        if game.full {
+            let visits: Vec<(Move, u32)> = game.search.root_visits().collect();
+            let exact = self.solve(&game.position);
+            game.samples.push((PackedSample::new(&game.position, visits, 0.0), game.position.side_to_move(), exact));
+        }
+        let temperature = config.temperature_at(game.ply);
+        let mv = game.search.choose_move(temperature, &mut game.rng).expect("a searched position has a move");
+        game.position.play_unchecked(mv);
+        game.search.advance(mv);
+        game.ply += 1;
+        self.stats.moves += 1;
+        if game.position.is_over() {
+            return true;
+        }
+        self.plan_move(game);
+        false
+    }
+
+    /// Whether the side to move wins, if the position is small enough to
+    /// solve within the budget.
+    fn solve(&mut self, position: &Position) -> Option<bool> {
+        let solver = self.solver.as_mut()?;
+        let stones = position.stone_count(Color::Black) + position.stone_count(Color::White);
+        if stones > self.job.config.solver_max_stones {
+            return None;
+        }
+        solver.solve_within(position, self.job.config.solver_nodes).ok().map(|s| s.win)
+    }
+
+    fn finish(&mut self, game: Game) -> GameOutput {
+        let winner = game.position.winner().expect("finished games have a winner");
+        let (mut solved, mut disagreed) = (0, 0);
+        let samples: Vec<PackedSample> = game
+            .samples
+            .into_iter()
+            .map(|(mut sample, side, exact)| {
+                let won = side == winner;
+                sample.value = match exact {
+                    Some(win) => {
+                        solved += 1;
+                        disagreed += (win != won) as u32;
+                        if win { 1.0 } else { -1.0 }
+                    }
+                    None if won => 1.0,
+                    None => -1.0,
+                };
+                sample
+            })
+            .collect();
+        self.stats.games += 1;
+        self.stats.samples += samples.len() as u64;
+        self.stats.black_wins += (winner == Color::Black) as usize;
+        self.stats.solved += solved as u64;
+        self.stats.solver_disagreed += disagreed as u64;
+        GameOutput {
+            index: game.index,
+            size: game.position.size(),
+            samples,
+            plies: game.ply,
+            winner,
+            solved,
+            solver_disagreed: disagreed,
+        }
+    }
+}

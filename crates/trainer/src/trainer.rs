@@ -1,0 +1,602 @@
+//! The training loop: self-play → train → evaluate → checkpoint, with
+//! resume from the newest intact checkpoint.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use konane_nn::checkpoint::{self, NetHeader};
+use konane_nn::train::Learner;
+use konane_nn::{Net, init_net};
+use konane_rules::Size;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::TrainError;
+use crate::config::{Resolved, TrainConfig};
+use crate::evaluation;
+use crate::metrics::{self, IterationMetrics, Timing};
+use crate::replay::ReplayBuffer;
+use crate::run::{self, BEST_FILE, NET_FILE, OPTIMIZER_FILE, REPLAY_FILE, RunState};
+use crate::selfplay::{self, SelfPlayJob, derive_seed};
+
+/// How to start (or continue) a run.
+pub struct TrainOptions {
+    /// The config (for `--resume`: the config to continue with; `None`
+    /// takes the run's own `config.toml`).
+    pub config: Option<TrainConfig>,
+    /// Where to put a new run (default `runs_root/<name>-<YYYYMMDD-HHMM>`).
+    pub run_dir: Option<PathBuf>,
+    /// Parent of new run directories.
+    pub runs_root: PathBuf,
+    /// Continue this run from its newest intact checkpoint.
+    pub resume: Option<PathBuf>,
+    /// Keys allowed to differ from the run's config on resume.
+    pub overrides: Vec<String>,
+    /// Overrides `iterations` (always allowed on resume).
+    pub iterations: Option<u64>,
+    /// Draw progress bars on stderr.
+    pub progress: bool,
+    /// Raised by Ctrl-C: the loop abandons the iteration in progress (the
+    /// previous iteration's checkpoint is already complete) and returns.
+    pub stop: Arc<AtomicBool>,
+    /// Stop cleanly after this iteration's checkpoint, as a Ctrl-C between
+    /// iterations would (tests and scripted runs).
+    pub stop_after: Option<u64>,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            config: None,
+            run_dir: None,
+            runs_root: PathBuf::from("runs"),
+            resume: None,
+            overrides: Vec::new(),
+            iterations: None,
+            progress: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            stop_after: None,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+pub struct TrainOutcome {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Iterations completed (in total, across resumes).
+    pub iterations: u64,
+    /// Whether it was stopped before its last iteration.
+    pub stopped: bool,
+    /// The latest network file.
+    pub net: PathBuf,
+    /// Metrics of the last completed iteration.
+    pub last: Option<IterationMetrics>,
+    /// Seconds this invocation ran.
+    pub seconds: f64,
+}
+
+/// Everything the loop carries between iterations.
+struct Loop {
+    config: TrainConfig,
+    resolved: Resolved,
+    run_dir: PathBuf,
+    learner: Learner,
+    /// The current network for inference.
+    net: Net,
+    /// Under gating: the network that plays self-play.
+    best: Net,
+    replay: ReplayBuffer,
+    state: RunState,
+    progress: bool,
+    stop: Arc<AtomicBool>,
+    /// `threads` threads for burn's own parallelism in training: with one,
+    /// every reduction runs in a fixed order and runs are bit-reproducible.
+    pool: rayon::ThreadPool,
+}
+
+/// burn seeds its initialisers per device, process-wide, and loading a
+/// network initialises one before overwriting its weights: two runs that
+/// initialise or load at once (parallel tests, a library user) would
+/// interleave their draws. Every initialisation and load of the trainer
+/// holds this lock.
+fn init_lock() -> std::sync::MutexGuard<'static, ()> {
+    static INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    INIT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Loads a network file under the trainer's initialisation lock (see
+/// `init_lock`), so that it cannot disturb a seeded initialisation running
+/// at the same time.
+///
+/// # Errors
+/// Missing, damaged or mismatched file.
+pub fn load_net(path: &Path, device: &burn::tensor::Device) -> Result<Net, TrainError> {
+    let _guard = init_lock();
+    Ok(checkpoint::load(path, device)?.0)
+}
+
+fn pool(threads: usize) -> Result<rayon::ThreadPool, TrainError> {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| TrainError::Other(e.to_string()))
+}
+
+/// Runs (or resumes) training until `iterations` are done or `stop` is raised.
+///
+/// # Errors
+/// Bad config, a changed config on resume without `--override`, no intact
+/// checkpoint to resume from, or I/O failure.
+pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
+    let started = Instant::now();
+    let mut lp = match &options.resume {
+        Some(dir) => resume(&options, dir)?,
+        None => start(&options)?,
+    };
+    let first = lp.state.iteration + 1;
+    let last = lp.config.iterations;
+    tracing::info!(
+        run = %lp.run_dir.display(),
+        net = %lp.config.network.net_config().name(),
+        sizes = ?lp.config.sizes,
+        threads = lp.resolved.threads,
+        iterations = last,
+        "training from iteration {first}"
+    );
+    let mut stopped = false;
+    for iteration in first..=last {
+        let span = tracing::info_span!("iteration", n = iteration);
+        let _guard = span.enter();
+        match lp.iteration(iteration, started)? {
+            Some(m) => log_iteration(&m),
+            None => {
+                stopped = true;
+                tracing::warn!(
+                    "stopped during iteration {iteration}; checkpoint {} is complete: continue with `konane train --resume {}`",
+                    lp.state.iteration,
+                    lp.run_dir.display()
+                );
+                break;
+            }
+        }
+        if options.stop_after == Some(iteration) {
+            lp.stop.store(true, Ordering::Relaxed);
+        }
+        if lp.stop.load(Ordering::Relaxed) && iteration < last {
+            stopped = true;
+            tracing::warn!(
+                "stopped after iteration {iteration}: continue with `konane train --resume {}`",
+                lp.run_dir.display()
+            );
+            break;
+        }
+    }
+    let net = checkpoint::resolve(&lp.run_dir)?;
+    Ok(TrainOutcome {
+        run_dir: lp.run_dir.clone(),
+        iterations: lp.state.iteration,
+        stopped,
+        net,
+        last: lp.state.metrics.last().cloned(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn log_iteration(m: &IterationMetrics) {
+    let scores: Vec<String> = m.evaluation.iter().map(|r| format!("{} {:.0}%", r.opponent, 100.0 * r.score)).collect();
+    tracing::info!(
+        games = m.games,
+        samples = m.samples,
+        policy_loss = format!("{:.3}", m.policy_loss),
+        value_loss = format!("{:.3}", m.value_loss),
+        elo = m.elo.map(|e| format!("{e:.0}")).unwrap_or_default(),
+        positions_per_s = format!("{:.0}", m.timing.selfplay_positions_per_second),
+        samples_per_s = format!("{:.0}", m.timing.train_samples_per_second),
+        seconds = format!("{:.1}", m.timing.total_seconds),
+        "iteration {} done: {}",
+        m.iteration,
+        scores.join(", ")
+    );
+}
+
+fn resolve_config(config: &TrainConfig, origin: &str) -> Result<Resolved, TrainError> {
+    config
+        .resolve()
+        .map_err(|(key, reason)| TrainError::Config(crate::ConfigError::Invalid { origin: origin.into(), key, reason }))
+}
+
+fn write_config(run_dir: &Path, config: &TrainConfig) -> Result<(), TrainError> {
+    let text = format!(
+        "# The config of this run (konane train --resume refuses changes to it\n# unless --override names the keys).\n{}",
+        config.to_toml()
+    );
+    checkpoint::write_atomically(&run_dir.join("config.toml"), text.as_bytes())?;
+    Ok(())
+}
+
+/// A new run: directory, fresh network, anchor ratings, optional bootstrap,
+/// and checkpoint 0.
+fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
+    let mut config = options.config.clone().unwrap_or_else(TrainConfig::quick);
+    if let Some(n) = options.iterations {
+        config.iterations = n;
+    }
+    let resolved = resolve_config(&config, "config")?;
+    let run_dir = match &options.run_dir {
+        Some(dir) => dir.clone(),
+        None => options.runs_root.join(format!("{}-{}", config.name, timestamp())),
+    };
+    if run_dir.join("config.toml").exists() {
+        return Err(TrainError::Other(format!(
+            "{} already holds a run: continue it with --resume {0}, or choose another --run-dir",
+            run_dir.display()
+        )));
+    }
+    fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
+    write_config(&run_dir, &config)?;
+    tracing::info!(run = %run_dir.display(), "new run");
+
+    let device = config.backend.device();
+    let net = {
+        let _guard = init_lock();
+        pool(resolved.threads)?
+            .install(|| init_net(&config.network.net_config(), &device, derive_seed(config.seed, 0, 0, 9)))
+    };
+    let learner = Learner::new(net.clone(), config.backend, config.training.optimizer_settings());
+    let mut state = RunState::default();
+    let eval_size = resolved.sizes[0];
+    if resolved.opponents.len() > 1 {
+        let started = Instant::now();
+        state.anchors = evaluation::rate_anchors(
+            &resolved.opponents,
+            config.backend,
+            eval_size,
+            config.evaluation.games,
+            resolved.threads,
+            derive_seed(config.seed, 0, 0, 3),
+        )?;
+        tracing::info!(anchors = ?state.anchors, seconds = format!("{:.1}", started.elapsed().as_secs_f64()), "anchor round robin");
+    } else {
+        state.anchors = resolved.opponents.iter().map(|s| (s.to_string(), 0.0)).collect();
+    }
+    let mut lp = Loop {
+        replay: ReplayBuffer::new(config.replay.window),
+        best: net.clone(),
+        net,
+        learner,
+        state,
+        progress: options.progress,
+        stop: options.stop.clone(),
+        pool: pool(resolved.threads)?,
+        resolved,
+        run_dir,
+        config,
+    };
+    if let (Some(bootstrap), Some(teacher)) = (lp.config.bootstrap.clone(), lp.resolved.teacher.clone()) {
+        let bar = lp.bar(bootstrap.steps, "bootstrap");
+        let (pool, learner) = (&lp.pool, &mut lp.learner);
+        let (training, sizes, seed, stop) = (&lp.config.training, &lp.resolved.sizes, lp.config.seed, &lp.stop);
+        let report = pool.install(|| {
+            crate::bootstrap::run(learner, &teacher, &bootstrap, training, sizes, seed, stop, &|s| bar.set_position(s))
+        });
+        bar.finish_and_clear();
+        let Some(report) = report else {
+            return Err(TrainError::Other("stopped during the bootstrap phase; nothing to checkpoint yet".into()));
+        };
+        tracing::info!(?report, "bootstrap done");
+        lp.state.bootstrap = Some(report);
+        lp.net = lp.learner.inference_net(&device);
+        lp.best = lp.net.clone();
+    }
+    metrics::rewrite(&lp.run_dir.join("metrics.jsonl"), &[])?;
+    lp.checkpoint()?;
+    Ok(lp)
+}
+
+/// Continues a run from its newest intact checkpoint.
+fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
+    let stored = TrainConfig::load(&dir.join("config.toml"))?;
+    let mut config = options.config.clone().unwrap_or_else(|| stored.clone());
+    if let Some(n) = options.iterations {
+        config.iterations = n;
+    }
+    let differing: Vec<String> = stored
+        .differing_keys(&config)
+        .into_iter()
+        .filter(|k| !(k == "iterations" && options.iterations.is_some()))
+        .filter(|k| !options.overrides.iter().any(|o| o == k || k.starts_with(&format!("{o}."))))
+        .collect();
+    if !differing.is_empty() {
+        return Err(TrainError::ConfigChanged { keys: differing });
+    }
+    let resolved = resolve_config(&config, "config")?;
+    if config != stored {
+        tracing::info!(keys = ?stored.differing_keys(&config), "config changed on resume");
+        write_config(dir, &config)?;
+    }
+    let (checkpoint_dir, state, skipped) = run::find_latest(dir)?;
+    for reason in &skipped {
+        tracing::warn!("skipped checkpoint: {reason}");
+    }
+    tracing::info!(checkpoint = %checkpoint_dir.display(), iteration = state.iteration, "resuming");
+    let device = config.backend.device();
+    let net = load_net(&checkpoint_dir.join(NET_FILE), &device)?;
+    let mut learner = Learner::new(net.clone(), config.backend, config.training.optimizer_settings());
+    learner.load_optimizer(&checkpoint_dir.join(OPTIMIZER_FILE))?;
+    let replay = ReplayBuffer::load(&checkpoint_dir.join(REPLAY_FILE), config.replay.window)?;
+    let best = if state.files.contains_key(BEST_FILE) {
+        load_net(&checkpoint_dir.join(BEST_FILE), &device)?
+    } else {
+        net.clone()
+    };
+    // Later checkpoints (damaged, or from the lost iteration) are rewritten.
+    run::drop_newer(dir, state.iteration)?;
+    metrics::rewrite(&dir.join("metrics.jsonl"), &state.metrics)?;
+    let lp = Loop {
+        pool: pool(resolved.threads)?,
+        config,
+        resolved,
+        run_dir: dir.to_path_buf(),
+        learner,
+        net,
+        best,
+        replay,
+        state,
+        progress: options.progress,
+        stop: options.stop.clone(),
+    };
+    if !skipped.is_empty() {
+        // LATEST pointed at a damaged checkpoint: point it at the good one.
+        let relative = checkpoint_dir.strip_prefix(dir).unwrap_or(&checkpoint_dir).join(NET_FILE);
+        checkpoint::set_latest(dir, &relative)?;
+    }
+    Ok(lp)
+}
+
+fn timestamp() -> String {
+    // UTC from the system clock, without a date crate: days to civil date
+    // (Howard Hinnant's algorithm).
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + (month <= 2) as i64;
+    format!("{year:04}{month:02}{day:02}-{:02}{:02}", rem / 3600, rem % 3600 / 60)
+}
+
+impl Loop {
+    fn bar(&self, len: u64, what: &str) -> ProgressBar {
+        if !self.progress {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(len);
+        bar.set_style(
+            ProgressStyle::with_template(&format!(
+                "{what:>10} {{bar:30}} {{pos}}/{{len}} {{msg}} [{{elapsed_precise}} < {{eta_precise}}]"
+            ))
+            .expect("valid template"),
+        );
+        bar
+    }
+
+    fn total_steps(&self) -> u64 {
+        self.config.iterations * self.config.training.steps
+    }
+
+    /// One iteration; `None` if stopped before its checkpoint.
+    fn iteration(&mut self, iteration: u64, run_started: Instant) -> Result<Option<IterationMetrics>, TrainError> {
+        let started = Instant::now();
+        let config = self.config.clone();
+        let threads = self.resolved.threads;
+
+        // Self-play.
+        let bar = self.bar(config.selfplay.games as u64, "self-play");
+        let finished = AtomicUsize::new(0);
+        let plies = AtomicUsize::new(0);
+        let selfplay_net = if config.evaluation.gating { &self.best } else { &self.net };
+        let job = SelfPlayJob {
+            net: selfplay_net,
+            backend: config.backend,
+            config: &config.selfplay,
+            sizes: &self.resolved.sizes,
+            seed: config.seed,
+            iteration,
+            threads,
+            stop: &self.stop,
+            on_game: &|game| {
+                let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                let p = plies.fetch_add(game.plies as usize, Ordering::Relaxed) + game.plies as usize;
+                bar.set_message(format!("{:.1} plies/game", p as f64 / n as f64));
+                bar.inc(1);
+            },
+        };
+        let Some((games, stats)) = selfplay::play_games(&job) else {
+            bar.abandon();
+            return Ok(None);
+        };
+        bar.finish_and_clear();
+        let selfplay_seconds = started.elapsed().as_secs_f64();
+        self.replay.extend(games.iter().flat_map(|g| g.samples.iter().cloned()));
+        self.state.games += games.len() as u64;
+
+        // Training.
+        let train_started = Instant::now();
+        let mut m = IterationMetrics {
+            iteration,
+            games: games.len(),
+            samples: stats.samples,
+            replay_size: self.replay.len(),
+            mean_game_length: stats.moves as f64 / games.len().max(1) as f64,
+            black_win_rate: stats.black_wins as f64 / games.len().max(1) as f64,
+            mean_batch: stats.evaluations as f64 / stats.batches.max(1) as f64,
+            solved_samples: stats.solved,
+            solver_disagreement: stats.solver_disagreed as f64 / stats.solved.max(1) as f64,
+            elo_chain: self.state.elo_chain,
+            ..IterationMetrics::default()
+        };
+        let mut trained_samples = 0u64;
+        if self.replay.len() >= config.replay.min_samples {
+            let bar = self.bar(config.training.steps, "training");
+            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
+            let (mut policy, mut value, mut entropy) = (0.0, 0.0, 0.0);
+            for _ in 0..config.training.steps {
+                if self.stop.load(Ordering::Relaxed) {
+                    bar.abandon();
+                    return Ok(None);
+                }
+                let batch = self.replay.sample_batch(config.training.batch_size, config.replay.augment, &mut rng);
+                let lr = config.training.lr_at(self.state.steps, self.total_steps());
+                let (pool, learner) = (&self.pool, &mut self.learner);
+                let losses = pool.install(|| learner.step(&batch, lr));
+                self.state.steps += 1;
+                m.train_steps += 1;
+                m.lr = lr;
+                trained_samples += batch.len() as u64;
+                policy += losses.policy as f64;
+                value += losses.value as f64;
+                entropy += losses.policy_entropy as f64;
+                bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
+                bar.inc(1);
+            }
+            bar.finish_and_clear();
+            let steps = m.train_steps.max(1) as f64;
+            (m.policy_loss, m.value_loss, m.policy_entropy) = (policy / steps, value / steps, entropy / steps);
+            self.net = self.learner.inference_net(&config.backend.device());
+        } else {
+            tracing::info!(
+                samples = self.replay.len(),
+                needed = config.replay.min_samples,
+                "replay window still filling: no training"
+            );
+        }
+        m.total_steps = self.state.steps;
+        let train_seconds = train_started.elapsed().as_secs_f64();
+
+        // Evaluation.
+        let eval_started = Instant::now();
+        let previous = if config.evaluation.gating { self.best.clone() } else { self.previous_net()? };
+        if iteration % config.evaluation.every == 0 || iteration == config.iterations {
+            if !self.evaluate(iteration, &previous, &mut m)? {
+                return Ok(None);
+            }
+        }
+        let eval_seconds = eval_started.elapsed().as_secs_f64();
+
+        // Checkpoint.
+        self.state.iteration = iteration;
+        let checkpoint_started = Instant::now();
+        let total = started.elapsed().as_secs_f64();
+        m.timing = Timing {
+            selfplay_seconds,
+            train_seconds,
+            eval_seconds,
+            selfplay_positions_per_second: stats.moves as f64 / selfplay_seconds.max(1e-9),
+            selfplay_games_per_second: games.len() as f64 / selfplay_seconds.max(1e-9),
+            selfplay_evaluations_per_second: stats.evaluations as f64 / selfplay_seconds.max(1e-9),
+            train_samples_per_second: trained_samples as f64 / train_seconds.max(1e-9),
+            ..Timing::default()
+        };
+        self.state.metrics.push(m);
+        self.checkpoint()?;
+        let checkpoint_seconds = checkpoint_started.elapsed().as_secs_f64();
+        let total = total + checkpoint_seconds;
+        let m = self.state.metrics.last_mut().expect("just pushed");
+        m.timing.checkpoint_seconds = checkpoint_seconds;
+        m.timing.total_seconds = total;
+        m.timing.selfplay_share = selfplay_seconds / total;
+        m.timing.train_share = train_seconds / total;
+        m.timing.eval_share = eval_seconds / total;
+        m.timing.elapsed_seconds = run_started.elapsed().as_secs_f64();
+        // The line is appended after the checkpoint: a kill in between loses
+        // it from metrics.jsonl only until the resume rewrites the file from
+        // the checkpoint (whose copy has the timings of the write before).
+        let m = m.clone();
+        metrics::append(&self.run_dir.join("metrics.jsonl"), &m)?;
+        Ok(Some(m))
+    }
+
+    /// The network of the previous checkpoint, for the match against it.
+    fn previous_net(&self) -> Result<Net, TrainError> {
+        let dir = run::checkpoint_dir(&self.run_dir, self.state.iteration);
+        load_net(&dir.join(NET_FILE), &self.config.backend.device())
+    }
+
+    /// Plays the evaluation matches into `m`; false if stopped.
+    fn evaluate(&mut self, iteration: u64, previous: &Net, m: &mut IterationMetrics) -> Result<bool, TrainError> {
+        let config = &self.config;
+        let e = &config.evaluation;
+        let size: Size = self.resolved.sizes[0];
+        let search = config.selfplay.search_config();
+        let label = format!("net@{iteration}");
+        let current = evaluation::net_factory(&self.net, config.backend, e.simulations, search, label);
+        let total = e.previous_games + e.games * self.resolved.opponents.len();
+        let bar = self.bar(total as u64, "evaluation");
+        let on_game = |_: &konane_players::arena::GameResult| bar.inc(1);
+        let threads = self.resolved.threads;
+        if e.previous_games > 0 {
+            let old = evaluation::net_factory(previous, config.backend, e.simulations, search, "previous".into());
+            let seed = derive_seed(config.seed, iteration, 0, 4);
+            let result = evaluation::play(&current, &old, size, e.previous_games, threads, seed, &on_game)?;
+            self.state.elo_chain += result.elo_diff;
+            if e.gating {
+                let accepted = result.score >= e.gating_threshold;
+                m.accepted = Some(accepted);
+                if accepted {
+                    self.best = self.net.clone();
+                    self.state.best_iteration = iteration;
+                }
+            }
+            m.evaluation.push(result);
+        }
+        m.elo_chain = self.state.elo_chain;
+        let mut against = Vec::new();
+        for (k, spec) in self.resolved.opponents.iter().enumerate() {
+            if self.stop.load(Ordering::Relaxed) {
+                bar.abandon();
+                return Ok(false);
+            }
+            let opponent = evaluation::opponent_factory(spec, config.backend)?;
+            let seed = derive_seed(config.seed, iteration, k as u64 + 1, 4);
+            let result = evaluation::play(&current, opponent.as_ref(), size, e.games, threads, seed, &on_game)?;
+            let anchor = self.state.anchors.get(k).map_or(0.0, |a| a.1);
+            against.push((anchor, result.wins, result.games));
+            m.evaluation.push(result);
+        }
+        bar.finish_and_clear();
+        m.elo = evaluation::rating_against(&against);
+        Ok(true)
+    }
+
+    /// Writes checkpoint `state.iteration` and prunes old ones.
+    fn checkpoint(&mut self) -> Result<(), TrainError> {
+        let iteration = self.state.iteration;
+        let partial = run::begin_checkpoint(&self.run_dir, iteration)?;
+        let header = NetHeader {
+            format: checkpoint::FORMAT_VERSION,
+            net: self.config.network.net_config(),
+            sizes: self.config.sizes.clone(),
+            iteration,
+            // No paths or times: identical runs write identical files.
+            note: format!("konane train {}", self.config.name),
+        };
+        checkpoint::save(&self.net, &header, &partial.join(NET_FILE))?;
+        if self.config.evaluation.gating {
+            let header = NetHeader { iteration: self.state.best_iteration, ..header };
+            checkpoint::save(&self.best, &header, &partial.join(BEST_FILE))?;
+        }
+        self.learner.save_optimizer(&partial.join(OPTIMIZER_FILE))?;
+        self.replay.save(&partial.join(REPLAY_FILE))?;
+        run::commit_checkpoint(&self.run_dir, &partial, &mut self.state)?;
+        run::prune(&self.run_dir, self.config.checkpoint.keep_last, self.config.checkpoint.keep_every, iteration)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,91 @@
+//! Config parsing: defaults, shipped configs, and errors that name the key.
+
+use std::path::Path;
+
+use konane_trainer::config::{LrSchedule, TrainConfig};
+
+fn error(text: &str) -> String {
+    TrainConfig::parse(text, "test.toml").unwrap_err().to_string()
+}
+
+#[test]
+fn an_empty_config_takes_the_defaults() {
+    let config = TrainConfig::parse("", "empty").unwrap();
+    assert_eq!(config, TrainConfig::default());
+}
+
+#[test]
+fn shipped_configs_parse_and_the_quick_one_is_embedded() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    for name in ["6x6-quick.toml", "6x6.toml", "8x8.toml", "10x10.toml"] {
+        let config = TrainConfig::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(config.resolve().is_ok(), "{name}");
+    }
+    let quick = TrainConfig::quick();
+    assert_eq!(quick, TrainConfig::load(&root.join("6x6-quick.toml")).unwrap());
+    assert_eq!(quick.sizes, ["6x6"]);
+}
+
+#[test]
+fn an_unknown_key_is_named() {
+    let e = error("[selfplay]\ngames = 10\nsimulation = 5\n");
+    assert!(e.contains("selfplay.simulation"), "{e}");
+    assert!(e.contains("unknown field"), "{e}");
+    let e = error("iteratons = 3\n");
+    assert!(e.contains("iteratons"), "{e}");
+    let e = error("[selfpaly]\ngames = 3\n");
+    assert!(e.contains("selfpaly"), "{e}");
+}
+
+#[test]
+fn a_mistyped_value_names_the_key() {
+    let e = error("[training]\nlr = \"fast\"\n");
+    assert!(e.contains("training.lr"), "{e}");
+    let e = error("backend = \"cuda\"\n");
+    assert!(e.contains("backend") && e.contains("cuda"), "{e}");
+    let e = error("[training]\nlr_schedule = \"linear\"\n");
+    assert!(e.contains("training.lr_schedule"), "{e}");
+}
+
+#[test]
+fn an_out_of_range_value_names_the_key_and_the_reason() {
+    for (text, key, reason) in [
+        ("[selfplay]\nsimulations = 0\n", "selfplay.simulations", "at least 1"),
+        ("[selfplay]\ndirichlet_epsilon = 1.5\n", "selfplay.dirichlet_epsilon", "[0, 1]"),
+        ("sizes = [\"6x\"]\n", "sizes", "6x"),
+        ("sizes = []\n", "sizes", "at least one"),
+        ("[evaluation]\nopponents = [\"minimax\"]\n", "evaluation.opponents", "unknown player"),
+        ("[evaluation]\nopponents = [\"alphabeta:ms=10\"]\n", "evaluation.opponents", "timed"),
+        ("[training]\nlr = -1.0\n", "training.lr", "> 0"),
+        ("[checkpoint]\nkeep_last = 1\n", "checkpoint.keep_last", "at least 2"),
+        ("[replay]\nwindow = 10\nmin_samples = 20\n", "replay.min_samples", "exceeds"),
+        ("[bootstrap]\nteacher = \"net:init\"\n", "bootstrap.teacher", "baseline"),
+    ] {
+        let e = error(text);
+        assert!(e.contains(key) && e.contains(reason), "{text}: {e}");
+        assert!(e.starts_with("test.toml: "), "{e}");
+    }
+}
+
+#[test]
+fn bootstrap_and_schedules_parse() {
+    let config = TrainConfig::parse(
+        "[bootstrap]\nteacher = \"alphabeta:depth=2\"\npositions = 100\n[training]\nlr_schedule = \"cosine\"\n",
+        "t",
+    )
+    .unwrap();
+    assert_eq!(config.bootstrap.unwrap().positions, 100);
+    assert_eq!(config.training.lr_schedule, LrSchedule::Cosine);
+}
+
+#[test]
+fn differing_keys_are_dotted() {
+    let a = TrainConfig::default();
+    let mut b = a.clone();
+    b.training.lr = 0.5;
+    b.iterations = 99;
+    b.evaluation.opponents.push("greedy".into());
+    assert_eq!(a.differing_keys(&b), ["evaluation.opponents", "iterations", "training.lr"]);
+    // The stored form round-trips.
+    assert_eq!(TrainConfig::parse(&b.to_toml(), "stored").unwrap(), b);
+}

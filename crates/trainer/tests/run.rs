@@ -1,0 +1,230 @@
+//! End to end on a tiny config: a two-iteration run, exact resume, and a
+//! damaged checkpoint falling back to the previous one.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use konane_trainer::replay::ReplayBuffer;
+use konane_trainer::run::{self, REPLAY_FILE};
+use konane_trainer::{TrainConfig, TrainOptions, train};
+
+/// 1 block x 8 channels on 5x5, a handful of short games: seconds per
+/// iteration even unoptimised.
+const TINY: &str = r#"
+name = "tiny"
+seed = 7
+iterations = 2
+threads = 1
+sizes = ["5x5"]
+[network]
+blocks = 1
+channels = 8
+policy_channels = 8
+value_channels = 8
+value_hidden = 8
+[selfplay]
+games = 6
+parallel_games = 3
+simulations = 12
+leaves_per_game = 4
+temperature_plies = 4
+max_nodes = 10000
+[replay]
+window = 150
+min_samples = 10
+[training]
+batch_size = 16
+steps = 3
+lr_schedule = "cosine"
+lr = 0.01
+[evaluation]
+opponents = ["random", "greedy"]
+games = 2
+previous_games = 2
+simulations = 4
+[checkpoint]
+keep_last = 2
+keep_every = 0
+"#;
+
+fn tiny(iterations: u64) -> TrainConfig {
+    let mut config = TrainConfig::parse(TINY, "tiny").unwrap();
+    config.iterations = iterations;
+    config
+}
+
+fn options(config: Option<TrainConfig>, dir: &Path) -> TrainOptions {
+    TrainOptions { config, run_dir: Some(dir.to_path_buf()), ..TrainOptions::default() }
+}
+
+fn resume_options(dir: &Path) -> TrainOptions {
+    TrainOptions { resume: Some(dir.to_path_buf()), ..TrainOptions::default() }
+}
+
+/// `metrics.jsonl` without the clock-dependent `timing` objects.
+fn metrics_without_timing(dir: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(dir.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("timing");
+            v
+        })
+        .collect()
+}
+
+/// What the latest network says about a fixed set of positions, as bits:
+/// equal outputs everywhere mean equal weights for every purpose. (The
+/// files themselves differ: burn stores a random parameter id with each
+/// tensor.)
+fn latest_net(dir: &Path) -> Vec<u32> {
+    let path = konane_nn::checkpoint::resolve(dir).unwrap();
+    let net = konane_trainer::trainer::load_net(&path, &konane_nn::Backend::Flex.device()).unwrap();
+    let mut evaluator = konane_nn::NetEvaluator::new(net, konane_nn::Backend::Flex.device());
+    let mut positions = Vec::new();
+    let mut position = konane_rules::Position::start("5x5".parse().unwrap());
+    while !position.is_over() {
+        positions.push(position);
+        let moves = position.moves();
+        position.play_unchecked(moves[positions.len() % moves.len()]);
+    }
+    let (logits, values) = evaluator.forward(&positions);
+    logits.iter().chain(&values).map(|x| x.to_bits()).collect()
+}
+
+fn same(a: &[u32], b: &[u32]) -> bool {
+    a == b
+}
+
+fn temp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn two_iterations_end_to_end() {
+    let root = temp();
+    let dir = root.path().join("run");
+    let outcome = train(options(Some(tiny(2)), &dir)).unwrap();
+    assert_eq!(outcome.iterations, 2);
+    assert!(!outcome.stopped);
+    assert_eq!(outcome.net, dir.join("checkpoints/iter-000002/net.knet"));
+    let metrics = konane_trainer::metrics::read(&dir.join("metrics.jsonl")).unwrap();
+    assert_eq!(metrics.len(), 2);
+    for (i, m) in metrics.iter().enumerate() {
+        assert_eq!(m.iteration, i as u64 + 1);
+        assert_eq!(m.games, 6);
+        assert!(m.samples > 0 && m.train_steps == 3);
+        assert!(m.policy_loss.is_finite() && m.value_loss.is_finite());
+        let opponents: Vec<&str> = m.evaluation.iter().map(|r| r.opponent.as_str()).collect();
+        assert_eq!(opponents, ["previous", "random", "greedy"]);
+        assert!(m.elo.is_some());
+        assert!(m.timing.selfplay_positions_per_second > 0.0);
+    }
+    assert_eq!(metrics[1].total_steps, 6);
+    // Retention keeps the newest two; the network loads and the stored
+    // config is the one given.
+    assert_eq!(run::list_checkpoints(&dir), [2, 1]);
+    let header = konane_nn::checkpoint::read_header(&outcome.net).unwrap();
+    assert_eq!(header.iteration, 2);
+    assert_eq!(TrainConfig::load(&dir.join("config.toml")).unwrap(), tiny(2));
+    // The replay window on disk holds this run's samples and round-trips.
+    let replay_path = dir.join("checkpoints/iter-000002").join(REPLAY_FILE);
+    let replay = ReplayBuffer::load(&replay_path, 150).unwrap();
+    assert_eq!(replay.len(), (metrics[0].samples + metrics[1].samples).min(150) as usize);
+    assert_eq!(ReplayBuffer::from_bytes(&replay.to_bytes(), 150).unwrap(), replay);
+    // A plot of the run.
+    let svg = dir.join("curves.svg");
+    if konane_trainer::plot::plot_run(&dir, &svg).is_ok() {
+        assert!(fs::read_to_string(&svg).unwrap().contains("<svg"));
+    }
+    // A second start in the same directory is refused.
+    let again = train(options(Some(tiny(2)), &dir)).unwrap_err().to_string();
+    assert!(again.contains("--resume"), "{again}");
+}
+
+#[test]
+fn interrupted_and_resumed_equals_uninterrupted() {
+    let root = temp();
+    let straight = root.path().join("straight");
+    train(options(Some(tiny(3)), &straight)).unwrap();
+
+    let interrupted = root.path().join("interrupted");
+    let first = train(TrainOptions { stop_after: Some(1), ..options(Some(tiny(3)), &interrupted) }).unwrap();
+    assert!(first.stopped);
+    assert_eq!(first.iterations, 1);
+    let second = train(resume_options(&interrupted)).unwrap();
+    assert_eq!(second.iterations, 3);
+
+    assert!(same(&latest_net(&straight), &latest_net(&interrupted)), "final networks differ");
+    assert_eq!(metrics_without_timing(&straight), metrics_without_timing(&interrupted));
+    let replay = |d: &Path| fs::read(d.join("checkpoints/iter-000003").join(REPLAY_FILE)).unwrap();
+    assert!(replay(&straight) == replay(&interrupted), "replay windows differ");
+}
+
+#[test]
+fn a_damaged_latest_checkpoint_falls_back_to_the_previous_one() {
+    let root = temp();
+    let reference = root.path().join("reference");
+    train(options(Some(tiny(2)), &reference)).unwrap();
+
+    for damage in ["truncate net", "flip replay", "truncate state", "delete optimizer"] {
+        let dir = root.path().join(damage.replace(' ', "-"));
+        train(options(Some(tiny(2)), &dir)).unwrap();
+        let latest: PathBuf = run::checkpoint_dir(&dir, 2);
+        match damage {
+            "truncate net" => {
+                let path = latest.join("net.knet");
+                let bytes = fs::read(&path).unwrap();
+                fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+            }
+            "flip replay" => {
+                let path = latest.join(REPLAY_FILE);
+                let mut bytes = fs::read(&path).unwrap();
+                bytes[30] ^= 0x10;
+                fs::write(&path, bytes).unwrap();
+            }
+            "truncate state" => {
+                let path = latest.join("state.json");
+                let text = fs::read_to_string(&path).unwrap();
+                fs::write(&path, &text[..text.len() - 5]).unwrap();
+            }
+            _ => fs::remove_file(latest.join("optimizer.bpk")).unwrap(),
+        }
+        assert!(run::verify_checkpoint(&latest).is_err(), "{damage}");
+        let (found, state, skipped) = run::find_latest(&dir).unwrap();
+        assert_eq!(found, run::checkpoint_dir(&dir, 1), "{damage}");
+        assert_eq!(state.iteration, 1);
+        assert!(!skipped.is_empty());
+        // Resuming redoes iteration 2 from checkpoint 1, exactly.
+        let outcome = train(resume_options(&dir)).unwrap();
+        assert_eq!(outcome.iterations, 2, "{damage}");
+        assert!(same(&latest_net(&dir), &latest_net(&reference)), "{damage}: networks differ");
+        assert_eq!(metrics_without_timing(&dir), metrics_without_timing(&reference), "{damage}");
+    }
+}
+
+#[test]
+fn resuming_with_a_changed_config_needs_override() {
+    let root = temp();
+    let dir = root.path().join("run");
+    train(options(Some(tiny(1)), &dir)).unwrap();
+    let mut changed = tiny(1);
+    changed.training.lr = 0.02;
+    changed.selfplay.games = 4;
+    let refused = train(TrainOptions { config: Some(changed.clone()), ..resume_options(&dir) }).unwrap_err();
+    let message = refused.to_string();
+    assert!(message.contains("selfplay.games") && message.contains("training.lr"), "{message}");
+    // --iterations is always allowed; --override names the rest.
+    let outcome = train(TrainOptions {
+        config: Some(changed.clone()),
+        overrides: vec!["training.lr".into(), "selfplay".into()],
+        iterations: Some(2),
+        ..resume_options(&dir)
+    })
+    .unwrap();
+    assert_eq!(outcome.iterations, 2);
+    let mut stored = changed;
+    stored.iterations = 2;
+    assert_eq!(TrainConfig::load(&dir.join("config.toml")).unwrap(), stored);
+}

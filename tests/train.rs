@@ -1,0 +1,120 @@
+//! End-to-end tests of `konane train` and `konane plot`: the real binary on
+//! a tiny config (1 block x 8 channels on 5x5, a few short games).
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const TINY: &str = r#"
+name = "tiny"
+seed = 3
+iterations = 2
+threads = 1
+sizes = ["5x5"]
+[network]
+blocks = 1
+channels = 8
+policy_channels = 8
+value_channels = 8
+value_hidden = 8
+[selfplay]
+games = 4
+parallel_games = 4
+simulations = 8
+max_nodes = 10000
+[replay]
+window = 100
+min_samples = 10
+[training]
+batch_size = 16
+steps = 2
+[evaluation]
+opponents = ["random"]
+games = 2
+previous_games = 2
+simulations = 4
+"#;
+
+fn konane(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_konane")).args(args).env("KONANE_LOG", "warn").output().expect("run konane")
+}
+
+fn text(output: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn train_resume_and_plot() {
+    let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("tiny.toml");
+    fs::write(&config, TINY).unwrap();
+    let run = root.path().join("run");
+    let run_arg = run.to_str().unwrap();
+
+    let output = konane(&["train", config.to_str().unwrap(), "--run-dir", run_arg, "--iterations", "1", "--quiet"]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("iterations completed: 1"), "{stdout}");
+    assert!(stdout.contains(&format!("konane eval --a net:{run_arg},sims=200")), "{stdout}");
+    assert!(Path::new(&run).join("checkpoints/iter-000001/net.knet").exists());
+
+    // A changed config is refused on resume, naming the key...
+    let changed = root.path().join("changed.toml");
+    fs::write(&changed, TINY.replace("steps = 2", "steps = 3")).unwrap();
+    let output = konane(&["train", changed.to_str().unwrap(), "--resume", run_arg, "--quiet"]);
+    let (_, stderr) = text(&output);
+    assert!(!output.status.success());
+    assert!(stderr.contains("training.steps") && stderr.contains("--override"), "{stderr}");
+
+    // ...and accepted with --override; --iterations extends the run.
+    let output = konane(&[
+        "train",
+        changed.to_str().unwrap(),
+        "--resume",
+        run_arg,
+        "--override",
+        "training.steps",
+        "--iterations",
+        "2",
+        "--quiet",
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("iterations completed: 2"), "{stdout}");
+    assert_eq!(fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().count(), 2);
+
+    // The trained network plays through the usual player spec.
+    let spec = format!("net:{run_arg},sims=4");
+    let output = konane(&["eval", "--a", &spec, "--b", "random", "--size", "5x5", "--games", "2", "--threads", "1"]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+
+    let svg = root.path().join("curves.svg");
+    let output = konane(&["plot", run_arg, "--out", svg.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    if output.status.success() {
+        assert!(fs::read_to_string(&svg).unwrap().starts_with("<svg"), "{stdout}");
+        let png = root.path().join("curves.png");
+        assert!(konane(&["plot", run_arg, "--out", png.to_str().unwrap()]).status.success());
+        assert!(fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    } else {
+        // Only a machine without any TrueType font may fail, and says so.
+        assert!(stderr.contains("KONANE_FONT"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_bad_config_fails_at_start_naming_the_key() {
+    let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("bad.toml");
+    fs::write(&config, "[selfplay]\nsimulations = 0\n").unwrap();
+    let output = konane(&["train", config.to_str().unwrap(), "--run-dir", root.path().join("r").to_str().unwrap()]);
+    let (_, stderr) = text(&output);
+    assert!(!output.status.success());
+    assert!(stderr.contains("selfplay.simulations") && stderr.contains("at least 1"), "{stderr}");
+    fs::write(&config, "[selfplay]\nsimulatoins = 10\n").unwrap();
+    let output = konane(&["train", config.to_str().unwrap()]);
+    let (_, stderr) = text(&output);
+    assert!(stderr.contains("selfplay.simulatoins") && stderr.contains("unknown field"), "{stderr}");
+    assert!(!root.path().join("r").exists(), "no run directory for a bad config");
+}
