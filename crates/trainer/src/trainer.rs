@@ -242,8 +242,14 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
     let device = config.backend.device();
     let net = {
         let _guard = init_lock();
-        pool(resolved.threads)?
-            .install(|| init_net(&config.network.net_config(), &device, derive_seed(config.seed, 0, 0, 9)))
+        let net = pool(resolved.threads)?
+            .install(|| init_net(&config.network.net_config(), &device, derive_seed(config.seed, 0, 0, 9)));
+        // burn initialises parameters lazily, at their first use, from a
+        // process-wide generator: draw them now, under the lock, rather than
+        // whenever self-play first runs (when another run may be drawing).
+        konane_nn::NetEvaluator::new(net.clone(), device.clone())
+            .forward(&[konane_rules::Position::start(resolved.sizes[0])]);
+        net
     };
     let learner = Learner::new(net.clone(), config.backend, config.training.optimizer_settings());
     let mut state = RunState::default();
