@@ -1,14 +1,13 @@
 //! `konane eval --a SPEC --b SPEC --size 8x8 --games N`: a match in parallel
 //! with a progress bar, then the score, Elo and timing.
 
-use std::fs;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use konane_nn::Backend;
+use konane_nn::checkpoint::write_atomically;
 use konane_nn::player::player_factory;
 use konane_players::PlayerSpec;
 use konane_players::arena::{MatchConfig, MatchSummary, play_match};
@@ -117,18 +116,4 @@ fn print_summary(s: &MatchSummary) {
             println!("  game {index}: player {} {}", fault.player, fault.reason);
         }
     }
-}
-
-/// Writes `bytes` to a temporary file beside `path` and renames it over
-/// `path`, so a reader never sees half a file.
-pub fn write_atomically(path: &PathBuf, bytes: &[u8]) -> anyhow::Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    }
-    let temp = path.with_extension("tmp");
-    let mut file = fs::File::create(&temp).with_context(|| format!("writing {}", temp.display()))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    fs::rename(&temp, path).with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
-    Ok(())
 }
