@@ -27,12 +27,16 @@ enum Command {
     Eval(commands::eval::Args),
     /// Round robin between several players, with Bradley–Terry Elo.
     Tournament(commands::tournament::Args),
+    /// Share of solved won positions where each player picks a winning move.
+    Accuracy(commands::accuracy::Args),
     /// Measure network inference speed per batch size.
     BenchNet(commands::bench_net::Args),
     /// Train a network by self-play (default: the quick 6x6 config).
     Train(commands::train::Args),
     /// Draw a run's training curves (loss, win rate, Elo) to PNG or SVG.
     Plot(commands::plot::Args),
+    /// Play against a network in the terminal (default: the shipped 6x6 one).
+    Play(commands::play::Args),
     /// Run an engine speaking KTP (the Kōnane Text Protocol) on stdin/stdout.
     Ktp(commands::ktp::Args),
 }
@@ -44,9 +48,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Show(args) => commands::show::run(args),
         Command::Eval(args) => commands::eval::run(args),
         Command::Tournament(args) => commands::tournament::run(args),
+        Command::Accuracy(args) => commands::accuracy::run(args),
         Command::BenchNet(args) => commands::bench_net::run(args),
         Command::Train(args) => commands::train::run(args),
         Command::Plot(args) => commands::plot::run(args),
+        Command::Play(args) => commands::play::run(args),
         Command::Ktp(args) => commands::ktp::run(args),
     }
 }

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use konane_mcts::Evaluator;
+use konane_mcts::{Evaluator, ParallelEvaluator, Search, SearchConfig};
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
 use konane_rules::{Position, Size};
 
@@ -29,6 +29,10 @@ pub struct Args {
     /// Seconds per batch size.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// Also measure PUCT simulations/s from a midgame position with this
+    /// many evaluator threads (one core each), e.g. `1,2`; empty: skip.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    search_threads: Vec<usize>,
 }
 
 /// Prints positions/s for each batch size (network plus prior softmax, one thread).
@@ -38,7 +42,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.blocks <= 40 && (1..=512).contains(&args.channels), "--blocks/--channels out of range");
     let config = NetConfig::new().with_blocks(args.blocks).with_channels(args.channels);
     let device = backend.device();
-    let mut evaluator = NetEvaluator::new(init_net(&config, &device, 1), device);
+    let net = init_net(&config, &device, 1);
+    let mut evaluator = NetEvaluator::new(net.clone(), device.clone());
     let positions = sample_positions(size, 256);
     println!("net {} ({} backend) on {size}", config.name(), backend);
     let (mut values, mut priors) = (Vec::new(), Vec::new());
@@ -57,6 +62,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let rate = done as f64 / start.elapsed().as_secs_f64();
         println!("batch {batch:>4}: {rate:>9.0} positions/s");
+    }
+    // Search: one tree, batches of 16 leaves per evaluator thread.
+    let root = positions[positions.len() / 8];
+    for &threads in &args.search_threads {
+        anyhow::ensure!((1..=64).contains(&threads), "--search-threads: 1 to 64");
+        let evaluators = (0..threads).map(|_| NetEvaluator::new(net.clone(), device.clone())).collect();
+        let mut evaluator = ParallelEvaluator::new(evaluators);
+        let search_config = SearchConfig { batch_size: 16 * threads, ..SearchConfig::default() };
+        let mut search = Search::new(search_config, 1);
+        search.set_root(root);
+        let start = Instant::now();
+        let simulations = search.run(&mut evaluator, u64::MAX, Some(start + Duration::from_secs_f64(args.seconds)));
+        let rate = simulations as f64 / start.elapsed().as_secs_f64();
+        println!("search, {threads} evaluator thread(s), batch {}: {rate:>7.0} simulations/s", 16 * threads);
     }
     Ok(())
 }

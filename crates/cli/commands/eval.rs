@@ -51,11 +51,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let b: PlayerSpec = args.b.parse().context("--b")?;
     let size: Size = args.size.parse().context("--size")?;
     let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
-    let (a_factory, b_factory) = (player_factory(&a, backend)?, player_factory(&b, backend)?);
+    let (a_factory, b_factory) = (player_factory(&a, backend, 1)?, player_factory(&b, backend, 1)?);
     let threads = match args.threads {
         Some(0) => anyhow::bail!("--threads must be at least 1"),
         Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        None => super::cores(),
     };
     let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
     tracing::info!(%a, %b, %size, games = config.games, threads, "match starts");

@@ -22,6 +22,9 @@ pub struct Args {
     /// Backend for network players: flex or ndarray.
     #[arg(long, default_value = "flex")]
     backend: String,
+    /// Cores a network player's search uses (one evaluator each); default: all.
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 /// Answers KTP commands from stdin on stdout until `quit` or end of input.
@@ -29,7 +32,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let spec: PlayerSpec = args.player.parse()?;
     let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
-    let player = player_factory(&spec, backend)?.build(args.seed);
+    let threads = args.threads.unwrap_or_else(super::cores);
+    let player = player_factory(&spec, backend, threads)?.build(args.seed);
     let mut engine = KtpEngine::new(player);
     engine.run(io::stdin().lock(), io::stdout().lock()).context("KTP session")
 }

@@ -1,9 +1,11 @@
 //! One file per subcommand: argument parsing and printing only.
 
+pub mod accuracy;
 pub mod bench_net;
 pub mod eval;
 pub mod ktp;
 pub mod perft;
+pub mod play;
 pub mod plot;
 pub mod show;
 pub mod solve;
@@ -23,6 +25,11 @@ pub fn parse_board(text: &str) -> anyhow::Result<Position> {
         let size: Size = text.parse().context("expected a size like 8x8 or a position string")?;
         Ok(Position::start(size))
     }
+}
+
+/// The machine's cores (1 if unknown): the default for work split over threads.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// `1234567` → `1.23M`: rates for people.

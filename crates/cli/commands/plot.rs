@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use konane_trainer::plot::XAxis;
+
 /// Arguments of `konane plot`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -10,12 +12,16 @@ pub struct Args {
     /// The image to write, `.png` or `.svg` (default `RUN_DIR/curves.png`).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Draw against training hours (summed iteration wall time) instead of iterations.
+    #[arg(long)]
+    hours: bool,
 }
 
 /// Draws the curves and says where they went.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let axis = if args.hours { XAxis::Hours } else { XAxis::Iterations };
     let out = args.out.unwrap_or_else(|| args.run_dir.join("curves.png"));
-    let iterations = konane_trainer::plot::plot_run(&args.run_dir, &out)?;
+    let iterations = konane_trainer::plot::plot_run(&args.run_dir, &out, axis)?;
     println!("{}: {iterations} iterations", out.display());
     Ok(())
 }

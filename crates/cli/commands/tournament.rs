@@ -41,8 +41,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(specs.len() >= 2, "--players needs at least two players, separated by ';'");
     let size: Size = args.size.parse().context("--size")?;
     let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
-    let factories = specs.iter().map(|spec| player_factory(spec, backend)).collect::<Result<Vec<_>, _>>()?;
-    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let factories = specs.iter().map(|spec| player_factory(spec, backend, 1)).collect::<Result<Vec<_>, _>>()?;
+    let threads = args.threads.unwrap_or_else(super::cores);
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     let n = specs.len();
     let mut wins = vec![vec![0.0; n]; n];

@@ -9,10 +9,12 @@
 #![deny(missing_docs)]
 
 pub mod evaluator;
+pub mod parallel;
 pub mod player;
 pub mod search;
 mod tree;
 
 pub use evaluator::{Evaluator, RolloutEvaluator, SymmetryEvaluator, UniformEvaluator};
+pub use parallel::ParallelEvaluator;
 pub use player::MctsPlayer;
 pub use search::{RootChild, Search, SearchConfig};

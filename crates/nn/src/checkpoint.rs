@@ -141,6 +141,11 @@ pub fn save(net: &Net, header: &NetHeader, path: &Path) -> Result<(), Checkpoint
 /// lengths and checksum.
 fn read_parts(path: &Path) -> Result<(NetHeader, Vec<u8>), CheckpointError> {
     let bytes = fs::read(path).map_err(io(path))?;
+    parse_parts(&bytes, path)
+}
+
+/// [`read_parts`] on bytes already in memory; `path` names them in errors.
+fn parse_parts(bytes: &[u8], path: &Path) -> Result<(NetHeader, Vec<u8>), CheckpointError> {
     let truncated = || invalid(path, format!("truncated ({} bytes)", bytes.len()));
     if !bytes.starts_with(MAGIC) {
         return Err(invalid(path, "not a konane network file (bad magic)"));
@@ -194,6 +199,26 @@ pub fn read_header(path: &Path) -> Result<NetHeader, CheckpointError> {
 /// Missing, damaged, foreign or mismatched files, naming the file.
 pub fn load(path: &Path, device: &Device) -> Result<(Net, NetHeader), CheckpointError> {
     let (header, weights) = read_parts(path)?;
+    build(path, header, weights, device)
+}
+
+/// Loads a network file held in memory (a network embedded in the binary);
+/// `name` stands for the file in errors.
+///
+/// # Errors
+/// Damaged, foreign or mismatched bytes.
+pub fn load_bytes(bytes: &[u8], name: &str, device: &Device) -> Result<(Net, NetHeader), CheckpointError> {
+    let path = Path::new(name);
+    let (header, weights) = parse_parts(bytes, path)?;
+    build(path, header, weights, device)
+}
+
+fn build(
+    path: &Path,
+    header: NetHeader,
+    weights: Vec<u8>,
+    device: &Device,
+) -> Result<(Net, NetHeader), CheckpointError> {
     let net = header.net.init(device);
     let record = ModuleRecord::from_bytes(burn::tensor::Bytes::from_bytes_vec(weights))
         .map_err(|e| invalid(path, format!("unreadable weights: {e}")))?;

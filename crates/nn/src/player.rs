@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use burn::tensor::Device;
-use konane_mcts::{MctsPlayer, SearchConfig, SymmetryEvaluator};
+use konane_mcts::{MctsPlayer, ParallelEvaluator, SearchConfig, SymmetryEvaluator};
 use konane_players::arena::PlayerFactory;
 use konane_players::spec::PlayerKind;
 use konane_players::{Limits, Player, PlayerSpec};
@@ -14,6 +14,10 @@ use crate::checkpoint::{self, CheckpointError, NetHeader};
 use crate::evaluator::NetEvaluator;
 use crate::model::{Net, NetConfig};
 
+/// A PUCT player over the network (with a random symmetry per evaluation),
+/// its batches split over one evaluator per thread.
+pub type NetPlayer = MctsPlayer<SymmetryEvaluator<ParallelEvaluator<NetEvaluator>>>;
+
 /// Builds network players for each game from one loaded network.
 pub struct NetFactory {
     net: Net,
@@ -22,6 +26,7 @@ pub struct NetFactory {
     search: SearchConfig,
     label: String,
     seed: Option<u64>,
+    evaluator_threads: usize,
     /// The header of the loaded file (`None` for `net:init`).
     pub header: Option<NetHeader>,
 }
@@ -29,7 +34,18 @@ pub struct NetFactory {
 impl NetFactory {
     /// A factory for `net` with these limits (`nodes == Some(0)`: raw policy).
     pub fn new(net: Net, device: Device, limits: Limits, search: SearchConfig, label: String) -> NetFactory {
-        NetFactory { net, device, limits, search, label, seed: None, header: None }
+        NetFactory { net, device, limits, search, label, seed: None, evaluator_threads: 1, header: None }
+    }
+
+    /// Splits each player's batches over `threads` evaluators, one core
+    /// each (for a single search: an engine, `konane play`); the batch
+    /// grows with them. Matches that already play games in parallel on
+    /// every core keep one.
+    pub fn with_evaluator_threads(mut self, threads: usize) -> NetFactory {
+        let threads = threads.max(1);
+        self.search.batch_size = self.search.batch_size.max(SearchConfig::default().batch_size * threads);
+        self.evaluator_threads = threads;
+        self
     }
 
     /// Loads the network a `net:` spec names (a file, a directory with a
@@ -56,28 +72,45 @@ impl NetFactory {
     }
 }
 
+impl NetFactory {
+    /// The player [`PlayerFactory::build`] boxes, with its concrete type so
+    /// callers can read the search tree (hints, win estimates).
+    pub fn build_player(&self, seed: u64) -> NetPlayer {
+        let seed = self.seed.unwrap_or(seed);
+        let evaluators =
+            (0..self.evaluator_threads).map(|_| NetEvaluator::new(self.net.clone(), self.device.clone())).collect();
+        let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed);
+        let raw_policy = self.limits.nodes == Some(0);
+        let limits = if raw_policy { Limits { nodes: None, ..self.limits } } else { self.limits };
+        MctsPlayer::new(evaluator, self.search.clone(), limits, seed, raw_policy)
+    }
+}
+
 impl PlayerFactory for NetFactory {
     fn label(&self) -> String {
         self.label.clone()
     }
 
     fn build(&self, seed: u64) -> Box<dyn Player> {
-        let seed = self.seed.unwrap_or(seed);
-        let evaluator = SymmetryEvaluator::new(NetEvaluator::new(self.net.clone(), self.device.clone()), seed);
-        let raw_policy = self.limits.nodes == Some(0);
-        let limits = if raw_policy { Limits { nodes: None, ..self.limits } } else { self.limits };
-        Box::new(MctsPlayer::new(evaluator, self.search.clone(), limits, seed, raw_policy))
+        Box::new(self.build_player(seed))
     }
 }
 
-/// A factory for any spec: networks are loaded here, baseline players are
-/// built by the spec itself.
+/// A factory for any spec: networks are loaded here (their searches split
+/// over `evaluator_threads` cores, see [`NetFactory::with_evaluator_threads`]),
+/// baseline players are built by the spec itself.
 ///
 /// # Errors
 /// A `net:` spec whose network cannot be loaded.
-pub fn player_factory(spec: &PlayerSpec, backend: Backend) -> Result<Box<dyn PlayerFactory>, CheckpointError> {
+pub fn player_factory(
+    spec: &PlayerSpec,
+    backend: Backend,
+    evaluator_threads: usize,
+) -> Result<Box<dyn PlayerFactory>, CheckpointError> {
     Ok(match spec.kind {
-        PlayerKind::Net { .. } => Box::new(NetFactory::from_spec(spec, backend)?),
+        PlayerKind::Net { .. } => {
+            Box::new(NetFactory::from_spec(spec, backend)?.with_evaluator_threads(evaluator_threads))
+        }
         _ => Box::new(spec.clone()),
     })
 }

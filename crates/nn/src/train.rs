@@ -69,6 +69,9 @@ pub struct Losses {
     pub value: f32,
     /// Mean entropy of the network's policy over legal moves.
     pub policy_entropy: f32,
+    /// Mean entropy of the policy targets: the floor of the policy loss
+    /// (loss minus this is the KL divergence the training can remove).
+    pub target_entropy: f32,
 }
 
 /// The network on the autodiff device with its optimizer state.
@@ -117,6 +120,7 @@ impl Learner {
         // Illegal moves get a large negative logit offset before the softmax.
         let mut mask = vec![-1e9f32; n * per];
         let mut values = Vec::with_capacity(n);
+        let mut target_entropy = 0.0f64;
         for (i, sample) in batch.iter().enumerate() {
             assert_eq!(sample.position.size(), size, "one board size per batch");
             write_planes(&sample.position, &mut planes[i * INPUT_PLANES * cells..(i + 1) * INPUT_PLANES * cells]);
@@ -126,6 +130,9 @@ impl Learner {
             }
             for &(mv, p) in &sample.policy {
                 targets[i * per + move_index(size, mv)] = p;
+                if p > 0.0 {
+                    target_entropy -= f64::from(p) * f64::from(p).ln();
+                }
             }
             values.push(sample.value);
         }
@@ -149,7 +156,12 @@ impl Learner {
         let probs = log_probs.clone().exp();
         let entropy = (probs * log_probs.clamp_min(-1e4)).sum_dim(1).neg().mean();
         let scalar = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().expect("f32")[0];
-        Losses { policy: scalar(policy_loss), value: scalar(value_loss), policy_entropy: scalar(entropy) }
+        Losses {
+            policy: scalar(policy_loss),
+            value: scalar(value_loss),
+            policy_entropy: scalar(entropy),
+            target_entropy: (target_entropy / n as f64) as f32,
+        }
     }
 
     /// Saves the optimizer state (for exact resume) to `path`.

@@ -3,6 +3,7 @@
 //! `mcts:sims=2000`, ...), plus the KTP engine loop and the arena.
 #![deny(missing_docs)]
 
+pub mod accuracy;
 pub mod alphabeta;
 pub mod arena;
 pub mod greedy;

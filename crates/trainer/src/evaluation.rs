@@ -33,7 +33,7 @@ pub fn net_factory(net: &Net, backend: Backend, simulations: u64, search: Search
 /// # Errors
 /// A `net:` opponent whose network cannot be loaded.
 pub fn opponent_factory(spec: &PlayerSpec, backend: Backend) -> Result<Box<dyn PlayerFactory>, TrainError> {
-    Ok(player_factory(spec, backend)?)
+    Ok(player_factory(spec, backend, 1)?)
 }
 
 /// Plays a match and scores it for `a`.

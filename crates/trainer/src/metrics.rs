@@ -89,6 +89,10 @@ pub struct IterationMetrics {
     pub value_loss: f64,
     /// Mean entropy of the network's policy.
     pub policy_entropy: f64,
+    /// Mean entropy of the policy targets (visit distributions): the floor
+    /// of `policy_loss`, which exceeds it by the KL divergence still to learn.
+    #[serde(default)]
+    pub target_entropy: f64,
     /// Evaluation matches (empty when not evaluated this iteration).
     pub evaluation: Vec<MatchResult>,
     /// Elo against the anchors (the first opponent is 0).

@@ -86,33 +86,43 @@ fn ensure_font() -> Result<PathBuf, TrainError> {
 ///
 /// # Errors
 /// Unreadable metrics, no font, an unknown extension or a drawing failure.
-pub fn plot_run(run_dir: &Path, out: &Path) -> Result<usize, TrainError> {
+pub fn plot_run(run_dir: &Path, out: &Path, axis: XAxis) -> Result<usize, TrainError> {
     let history = metrics::read(&run_dir.join("metrics.jsonl"))?;
     if history.is_empty() {
         return Err(TrainError::Other(format!("{}: no iterations recorded yet", run_dir.display())));
     }
     let title = run_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    plot_metrics(&history, &title, out)?;
+    plot_metrics(&history, &title, out, axis)?;
     Ok(history.len())
+}
+
+/// What the curves are drawn against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XAxis {
+    /// Training iterations.
+    Iterations,
+    /// Hours of training: the summed wall time of the iterations, so a run
+    /// resumed across sessions is measured by the work it took.
+    Hours,
 }
 
 /// Draws `history` to `out` (`.png` or `.svg`).
 ///
 /// # Errors
 /// No font, an unknown extension or a drawing failure.
-pub fn plot_metrics(history: &[IterationMetrics], title: &str, out: &Path) -> Result<(), TrainError> {
+pub fn plot_metrics(history: &[IterationMetrics], title: &str, out: &Path, axis: XAxis) -> Result<(), TrainError> {
     ensure_font()?;
     let size = (1000, 1200);
     let fail = |e: String| TrainError::Other(format!("drawing {}: {e}", out.display()));
     match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("png") => {
             let root = BitMapBackend::new(out, size).into_drawing_area();
-            draw(&root, history, title).map_err(fail)?;
+            draw(&root, history, title, axis).map_err(fail)?;
             root.present().map_err(|e| fail(e.to_string()))
         }
         Some("svg") => {
             let root = SVGBackend::new(out, size).into_drawing_area();
-            draw(&root, history, title).map_err(fail)?;
+            draw(&root, history, title, axis).map_err(fail)?;
             root.present().map_err(|e| fail(e.to_string()))
         }
         _ => Err(TrainError::Other(format!("{}: the plot is written as .png or .svg", out.display()))),
@@ -125,6 +135,7 @@ fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     history: &[IterationMetrics],
     title: &str,
+    axis: XAxis,
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -133,15 +144,32 @@ where
     root.fill(&WHITE).map_err(e)?;
     let root = root.titled(&format!("konane training: {title}"), ("sans-serif", 28)).map_err(e)?;
     let panels = root.split_evenly((3, 1));
-    let x = |m: &IterationMetrics| m.iteration as f64;
+    let mut hours = std::collections::HashMap::new();
+    let mut seconds = 0.0;
+    for m in history {
+        seconds += m.timing.total_seconds;
+        hours.insert(m.iteration, seconds / 3600.0);
+    }
+    let x = |m: &IterationMetrics| match axis {
+        XAxis::Iterations => m.iteration as f64,
+        XAxis::Hours => hours[&m.iteration],
+    };
+    let x_desc = match axis {
+        XAxis::Iterations => "iteration",
+        XAxis::Hours => "training hours",
+    };
 
     let trained: Vec<&IterationMetrics> = history.iter().filter(|m| m.train_steps > 0).collect();
     let losses: Vec<Series> = vec![
         ("policy loss".into(), trained.iter().map(|m| (x(m), m.policy_loss)).collect()),
         ("value loss (MSE)".into(), trained.iter().map(|m| (x(m), m.value_loss)).collect()),
         ("policy entropy".into(), trained.iter().map(|m| (x(m), m.policy_entropy)).collect()),
+        (
+            "target entropy (policy loss floor)".into(),
+            trained.iter().filter(|m| m.target_entropy > 0.0).map(|m| (x(m), m.target_entropy)).collect(),
+        ),
     ];
-    panel(&panels[0], "losses", "loss", &losses, None)?;
+    panel(&panels[0], "losses", x_desc, "loss", &losses, None)?;
 
     let mut opponents: Vec<String> = Vec::new();
     for m in history {
@@ -161,7 +189,7 @@ where
             (format!("vs {o}"), points)
         })
         .collect();
-    panel(&panels[1], "win rate of the network", "win rate", &rates, Some((0.0, 1.0)))?;
+    panel(&panels[1], "win rate of the network", x_desc, "win rate", &rates, Some((0.0, 1.0)))?;
 
     let elo: Vec<Series> = vec![
         ("Elo vs anchors".into(), history.iter().filter_map(|m| m.elo.map(|v| (x(m), v))).collect()),
@@ -170,12 +198,13 @@ where
             history.iter().filter(|m| !m.evaluation.is_empty()).map(|m| (x(m), m.elo_chain)).collect(),
         ),
     ];
-    panel(&panels[2], "Elo (first opponent = 0)", "Elo", &elo, None)
+    panel(&panels[2], "Elo (first opponent = 0)", x_desc, "Elo", &elo, None)
 }
 
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     caption: &str,
+    x_label: &str,
     y_label: &str,
     series: &[Series],
     y_range: Option<(f64, f64)>,
@@ -195,7 +224,7 @@ where
     if let Some(range) = y_range {
         (y0, y1) = range;
     }
-    if x1 - x0 < 1.0 {
+    if x1 - x0 < 1e-3 {
         x1 = x0 + 1.0;
     }
     let pad = ((y1 - y0) * 0.08).max(1e-3);
@@ -206,7 +235,7 @@ where
         .y_label_area_size(60)
         .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
         .map_err(e)?;
-    chart.configure_mesh().x_desc("iteration").y_desc(y_label).draw().map_err(e)?;
+    chart.configure_mesh().x_desc(x_label).y_desc(y_label).draw().map_err(e)?;
     for (i, (name, points)) in series.iter().enumerate() {
         if points.is_empty() {
             continue;

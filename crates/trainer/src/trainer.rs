@@ -453,7 +453,7 @@ impl Loop {
         if self.replay.len() >= config.replay.min_samples {
             let bar = self.bar(config.training.steps, "training");
             let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
-            let (mut policy, mut value, mut entropy) = (0.0, 0.0, 0.0);
+            let (mut policy, mut value, mut entropy, mut target_entropy) = (0.0, 0.0, 0.0, 0.0);
             for _ in 0..config.training.steps {
                 if self.stop.load(Ordering::Relaxed) {
                     bar.abandon();
@@ -470,12 +470,14 @@ impl Loop {
                 policy += losses.policy as f64;
                 value += losses.value as f64;
                 entropy += losses.policy_entropy as f64;
+                target_entropy += losses.target_entropy as f64;
                 bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
                 bar.inc(1);
             }
             bar.finish_and_clear();
             let steps = m.train_steps.max(1) as f64;
             (m.policy_loss, m.value_loss, m.policy_entropy) = (policy / steps, value / steps, entropy / steps);
+            m.target_entropy = target_entropy / steps;
             self.net = self.learner.inference_net(&config.backend.device());
         } else {
             tracing::info!(

@@ -135,8 +135,9 @@ fn two_iterations_end_to_end() {
     assert_eq!(ReplayBuffer::from_bytes(&replay.to_bytes(), 150).unwrap(), replay);
     // A plot of the run.
     let svg = dir.join("curves.svg");
-    if konane_trainer::plot::plot_run(&dir, &svg).is_ok() {
-        assert!(fs::read_to_string(&svg).unwrap().contains("<svg"));
+    if konane_trainer::plot::plot_run(&dir, &svg, konane_trainer::plot::XAxis::Hours).is_ok() {
+        let svg = fs::read_to_string(&svg).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("training hours"), "curves against hours");
     }
     // A second start in the same directory is refused.
     let again = train(options(Some(tiny(2)), &dir)).unwrap_err().to_string();

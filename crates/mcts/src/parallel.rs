@@ -1,0 +1,190 @@
+//! One search, several cores: each batch of leaves is split across
+//! evaluators that run on threads of their own.
+//!
+//! A CPU network backend gets more from one single-threaded evaluator per
+//! core than from one evaluator whose operations are spread over the cores
+//! (`shared/notes/burn-0.22.md`: about 2x). Self-play gets that by playing
+//! games on several workers; a single game (an engine answering `genmove`,
+//! `konane play`) gets it here: the search gathers a batch as usual and each
+//! evaluator takes a contiguous slice of it. Each worker thread runs its
+//! evaluator inside a one-thread rayon pool, so a backend's own rayon
+//! parallelism stays on that thread instead of competing for the cores.
+
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
+
+use konane_rules::Position;
+
+use crate::evaluator::Evaluator;
+
+/// Positions below which a batch is not worth splitting further.
+const MIN_SLICE: usize = 4;
+
+/// A slice of a batch and its results; the buffers travel back and forth
+/// between the caller and a worker, so steady-state evaluation does not
+/// allocate.
+#[derive(Default)]
+struct Job {
+    positions: Vec<Position>,
+    values: Vec<f32>,
+    priors: Vec<f32>,
+}
+
+struct Worker {
+    jobs: Option<Sender<Job>>,
+    results: Receiver<Job>,
+    spare: Option<Job>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Splits each batch across its evaluators, one thread each; see the
+/// module documentation. With one evaluator it evaluates on the caller's
+/// thread and starts no thread at all.
+pub struct ParallelEvaluator<E> {
+    inline: Option<E>,
+    workers: Vec<Worker>,
+}
+
+impl<E: Evaluator + 'static> ParallelEvaluator<E> {
+    /// Takes the evaluators (at least one), starting a thread for each when
+    /// there are several.
+    ///
+    /// # Panics
+    /// If `evaluators` is empty or a thread cannot be started.
+    pub fn new(mut evaluators: Vec<E>) -> ParallelEvaluator<E> {
+        assert!(!evaluators.is_empty(), "ParallelEvaluator needs at least one evaluator");
+        if evaluators.len() == 1 {
+            return ParallelEvaluator { inline: evaluators.pop(), workers: Vec::new() };
+        }
+        let workers = evaluators
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut evaluator)| {
+                let (jobs, job_rx) = channel::<Job>();
+                let (result_tx, results) = channel::<Job>();
+                let thread = std::thread::Builder::new()
+                    .name(format!("evaluator-{i}"))
+                    .spawn(move || {
+                        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
+                        pool.install(move || {
+                            while let Ok(mut job) = job_rx.recv() {
+                                job.values.clear();
+                                job.priors.clear();
+                                evaluator.evaluate(&job.positions, &mut job.values, &mut job.priors);
+                                if result_tx.send(job).is_err() {
+                                    break;
+                                }
+                            }
+                        });
+                    })
+                    .expect("an evaluator thread starts");
+                Worker { jobs: Some(jobs), results, spare: Some(Job::default()), thread: Some(thread) }
+            })
+            .collect();
+        ParallelEvaluator { inline: None, workers }
+    }
+
+    /// How many evaluators share each batch.
+    pub fn evaluators(&self) -> usize {
+        self.workers.len().max(1)
+    }
+}
+
+impl<E: Evaluator + 'static> Evaluator for ParallelEvaluator<E> {
+    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+        if let Some(inline) = &mut self.inline {
+            return inline.evaluate(positions, values, priors);
+        }
+        let slices = self.workers.len().min(positions.len().div_ceil(MIN_SLICE)).max(1);
+        let per = positions.len().div_ceil(slices);
+        for (worker, chunk) in self.workers.iter_mut().zip(positions.chunks(per.max(1))) {
+            let mut job = worker.spare.take().unwrap_or_default();
+            job.positions.clear();
+            job.positions.extend_from_slice(chunk);
+            worker.jobs.as_ref().expect("workers run until drop").send(job).expect("evaluator thread alive");
+        }
+        for worker in self.workers.iter_mut().take(positions.len().div_ceil(per.max(1))) {
+            let job = worker.results.recv().expect("evaluator thread panicked");
+            values.extend_from_slice(&job.values);
+            priors.extend_from_slice(&job.priors);
+            worker.spare = Some(job);
+        }
+    }
+}
+
+impl<E> Drop for ParallelEvaluator<E> {
+    fn drop(&mut self) {
+        for worker in &mut self.workers {
+            worker.jobs = None; // the thread's recv fails and it ends
+        }
+        for worker in &mut self.workers {
+            if let Some(thread) = worker.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use konane_rules::Size;
+
+    use super::*;
+    use crate::evaluator::RolloutEvaluator;
+
+    /// Values and priors that identify the position: its hash.
+    struct HashEvaluator;
+
+    impl Evaluator for HashEvaluator {
+        fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+            for position in positions {
+                values.push((position.hash() % 1000) as f32 / 1000.0);
+                let n = position.count_moves() as usize;
+                priors.extend((0..n).map(|i| (position.hash() % 97) as f32 + i as f32));
+            }
+        }
+    }
+
+    fn positions(n: usize) -> Vec<Position> {
+        let mut out = Vec::new();
+        let mut position = Position::start(Size::new_const(6, 6));
+        while out.len() < n {
+            if position.is_over() {
+                position = Position::start(Size::new_const(6, 6));
+            }
+            out.push(position);
+            let moves = position.moves();
+            position.play_unchecked(moves[out.len() % moves.len()]);
+        }
+        out
+    }
+
+    #[test]
+    fn split_batches_give_the_results_of_one_evaluator_in_order() {
+        let mut single = HashEvaluator;
+        let mut parallel = ParallelEvaluator::new(vec![HashEvaluator, HashEvaluator, HashEvaluator]);
+        assert_eq!(parallel.evaluators(), 3);
+        for n in [1, 2, 5, 12, 13, 40] {
+            let batch = positions(n);
+            let (mut v1, mut p1, mut v2, mut p2) = (Vec::new(), Vec::new(), vec![9.0], vec![9.0]);
+            single.evaluate(&batch, &mut v1, &mut p1);
+            parallel.evaluate(&batch, &mut v2, &mut p2);
+            assert_eq!(v2[1..], v1[..], "values of a batch of {n}");
+            assert_eq!(p2[1..], p1[..], "priors of a batch of {n}");
+        }
+    }
+
+    #[test]
+    fn one_evaluator_runs_inline_and_search_works_through_several() {
+        let inline = ParallelEvaluator::new(vec![RolloutEvaluator::new(1)]);
+        assert_eq!(inline.evaluators(), 1);
+        assert!(inline.workers.is_empty());
+        let mut parallel = ParallelEvaluator::new(vec![RolloutEvaluator::new(1), RolloutEvaluator::new(2)]);
+        let mut search = crate::Search::new(crate::SearchConfig::default(), 1);
+        search.set_root(Position::start(Size::new_const(6, 6)));
+        let run = search.run(&mut parallel, 400, None);
+        assert!(run >= 400);
+        let visits: u32 = search.root_visits().map(|(_, v)| v).sum();
+        assert!(visits >= 399, "the root's children share the simulations: {visits}");
+    }
+}
