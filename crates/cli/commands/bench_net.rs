@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use konane_mcts::{Evaluator, ParallelEvaluator, Search, SearchConfig};
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
+use konane_rules::sample::cycled_positions;
 use konane_rules::{Position, Size};
 
 /// Arguments of `konane bench-net`.
@@ -44,7 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let device = backend.device();
     let net = init_net(&config, &device, 1);
     let mut evaluator = NetEvaluator::new(net.clone(), device.clone());
-    let positions = sample_positions(size, 256);
+    let positions = cycled_positions(size, 256);
     println!("net {} ({} backend) on {size}", config.name(), backend);
     let (mut values, mut priors) = (Vec::new(), Vec::new());
     for &batch in &args.batches {
@@ -78,22 +79,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("search, {threads} evaluator thread(s), batch {}: {rate:>7.0} simulations/s", 16 * threads);
     }
     Ok(())
-}
-
-/// Positions from a game played by cycling through the legal moves, restarted
-/// whenever it ends: a spread of openings, midgames and endgames.
-fn sample_positions(size: Size, count: usize) -> Vec<Position> {
-    let mut out = Vec::with_capacity(count);
-    let mut position = Position::start(size);
-    let mut ply = 0usize;
-    while out.len() < count {
-        if position.is_over() {
-            position = Position::start(size);
-        }
-        out.push(position);
-        let moves = position.moves();
-        position.play_unchecked(moves[(ply * 7 + 3) % moves.len()]);
-        ply += 1;
-    }
-    out
 }

@@ -10,8 +10,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use konane_mcts::{Search, SearchConfig, UniformEvaluator};
 use konane_rules::{Position, Size};
-use rand::SeedableRng;
-use rand::seq::IndexedRandom;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// A position of `size` `plies` random moves from the start (openings
@@ -19,18 +18,7 @@ use rand_chacha::ChaCha8Rng;
 fn midgame_position(size: &str, plies: usize, seed: u64) -> Position {
     let size: Size = size.parse().expect("a board size");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    loop {
-        let mut position = Position::start(size);
-        for _ in 0..plies {
-            match position.moves().choose(&mut rng) {
-                Some(&mv) => position.play_unchecked(mv),
-                None => break,
-            }
-        }
-        if !position.is_over() {
-            return position;
-        }
-    }
+    konane_rules::sample::midgame(size, plies, |n| rng.random_range(..n))
 }
 
 /// Searches of `SIMS` simulations from scratch at batch sizes 1 and 32.

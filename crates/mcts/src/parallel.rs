@@ -146,17 +146,7 @@ mod tests {
     }
 
     fn positions(n: usize) -> Vec<Position> {
-        let mut out = Vec::new();
-        let mut position = Position::start(Size::new_const(6, 6));
-        while out.len() < n {
-            if position.is_over() {
-                position = Position::start(Size::new_const(6, 6));
-            }
-            out.push(position);
-            let moves = position.moves();
-            position.play_unchecked(moves[out.len() % moves.len()]);
-        }
-        out
+        konane_rules::sample::cycled_positions(Size::new_const(6, 6), n)
     }
 
     #[test]

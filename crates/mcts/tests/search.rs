@@ -3,8 +3,8 @@
 
 use konane_mcts::{Evaluator, Search, SearchConfig, SymmetryEvaluator, UniformEvaluator};
 use konane_rules::{Move, MoveList, Position, Size, Solver, Symmetry};
-use rand::SeedableRng;
 use rand::seq::IndexedRandom;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn size(text: &str) -> Size {
@@ -34,18 +34,7 @@ fn random_positions(size: Size, max_stones: u32, count: usize, seed: u64) -> Vec
 /// Positions `plies` random moves into games on `size` (not over).
 fn midgame(size: Size, plies: usize, seed: u64) -> Position {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    loop {
-        let mut position = Position::start(size);
-        for _ in 0..plies {
-            match position.moves().choose(&mut rng) {
-                Some(&mv) => position.play_unchecked(mv),
-                None => break,
-            }
-        }
-        if !position.is_over() {
-            return position;
-        }
-    }
+    konane_rules::sample::midgame(size, plies, |n| rng.random_range(..n))
 }
 
 fn search(config: SearchConfig, position: Position, simulations: u64) -> Search {

@@ -9,25 +9,8 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use konane_mcts::{Evaluator, Search, SearchConfig};
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
+use konane_rules::sample::cycled_positions;
 use konane_rules::{Position, Size};
-
-/// Positions along a game that cycles through the legal moves, restarted when
-/// it ends: openings, midgames and endgames.
-fn positions(size: Size, count: usize) -> Vec<Position> {
-    let mut out = Vec::with_capacity(count);
-    let mut position = Position::start(size);
-    let mut ply = 0usize;
-    while out.len() < count {
-        if position.is_over() {
-            position = Position::start(size);
-        }
-        out.push(position);
-        let moves = position.moves();
-        position.play_unchecked(moves[(ply * 7 + 3) % moves.len()]);
-        ply += 1;
-    }
-    out
-}
 
 fn bench_inference(c: &mut Criterion) {
     let config = NetConfig::new();
@@ -37,7 +20,7 @@ fn bench_inference(c: &mut Criterion) {
         for size in ["6x6", "8x8"].map(|s| s.parse::<Size>().unwrap()) {
             let device = backend.device();
             let mut evaluator = NetEvaluator::new(init_net(&config, &device, 1), device);
-            let pool = positions(size, 128);
+            let pool = cycled_positions(size, 128);
             for batch in [1usize, 8, 32, 128] {
                 if backend == Backend::Ndarray && batch == 128 {
                     continue; // minutes per sample on the deprecated backend
@@ -76,7 +59,7 @@ fn bench_search(c: &mut Criterion) {
     const SIMS: u64 = 800;
     let config = NetConfig::new();
     let size: Size = "8x8".parse().unwrap();
-    let root = positions(size, 24)[23];
+    let root = cycled_positions(size, 24)[23];
     let mut group = c.benchmark_group(format!("puct-{}-8x8", config.name()));
     group.sample_size(10).throughput(Throughput::Elements(SIMS));
     for batch in [1usize, 8, 32] {

@@ -9,8 +9,8 @@ use konane_players::alphabeta::AlphaBetaPlayer;
 use konane_players::uct::UctPlayer;
 use konane_players::{Limits, Player};
 use konane_rules::{Position, Size};
+use rand::RngExt;
 use rand::SeedableRng;
-use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 
 /// `count` positions of `size`, each `plies` random moves from the start
@@ -19,20 +19,7 @@ use rand_chacha::ChaCha8Rng;
 fn midgame_positions(size: &str, plies: usize, count: usize, seed: u64) -> Vec<Position> {
     let size: Size = size.parse().expect("a board size");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut positions = Vec::with_capacity(count);
-    while positions.len() < count {
-        let mut position = Position::start(size);
-        for _ in 0..plies {
-            match position.moves().choose(&mut rng) {
-                Some(&mv) => position.play_unchecked(mv),
-                None => break,
-            }
-        }
-        if !position.is_over() {
-            positions.push(position);
-        }
-    }
-    positions
+    (0..count).map(|_| konane_rules::sample::midgame(size, plies, |n| rng.random_range(..n))).collect()
 }
 
 /// UCT simulations per second (throughput in simulations) on 8x8 midgame

@@ -23,6 +23,7 @@ mod moves;
 pub mod perft;
 mod position;
 mod record;
+pub mod sample;
 pub mod solver;
 mod symmetry;
 mod zobrist;
