@@ -118,3 +118,61 @@ fn a_bad_config_fails_at_start_naming_the_key() {
     assert!(stderr.contains("selfplay.simulatoins") && stderr.contains("unknown field"), "{stderr}");
     assert!(!root.path().join("r").exists(), "no run directory for a bad config");
 }
+
+/// A real SIGINT (what Ctrl-C sends) stops the run at a safe point: the
+/// process exits cleanly, `LATEST` names a complete checkpoint whose
+/// metrics agree with it, and `--resume` carries on from there.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_at_a_safe_point_and_the_run_resumes() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("long.toml");
+    fs::write(&config, TINY.replace("iterations = 2", "iterations = 1000")).unwrap();
+    let run = root.path().join("run");
+    let run_arg = run.to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_konane"))
+        .args(["train", config.to_str().unwrap(), "--run-dir", run_arg, "--quiet"])
+        .env("KONANE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !run.join("checkpoints/iter-000001").exists() {
+        assert!(started.elapsed() < Duration::from_secs(300), "no first checkpoint after 5 minutes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(120), "still running 2 minutes after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("Ctrl-C: stopping"), "{stderr}");
+    assert!(stdout.contains("(stopped early)") && stdout.contains("konane train --resume"), "{stdout}");
+    let latest = fs::read_to_string(run.join("LATEST")).unwrap();
+    let done: usize =
+        latest.trim().trim_start_matches("checkpoints/iter-").trim_end_matches("/net.knet").parse().unwrap();
+    assert!(done >= 1 && done < 1000, "{latest}");
+    assert_eq!(fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().count(), done);
+    assert!(
+        !fs::read_dir(run.join("checkpoints")).unwrap().any(|e| e
+            .unwrap()
+            .path()
+            .to_string_lossy()
+            .ends_with(".partial"))
+    );
+
+    let target = (done + 1).to_string();
+    let output = konane(&["train", "--resume", run_arg, "--iterations", &target, "--quiet"]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("iterations completed: {target}")), "{stdout}");
+}

@@ -80,7 +80,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("continue:  konane train --resume {run}");
     }
     println!("evaluate:  konane eval --a net:{run},sims=200 --b greedy --size {size} --games 100");
-    println!("play:      konane ktp --player net:{run},sims=400");
+    println!("play:      konane play --model {run} --size {size}");
+    println!("engine:    konane ktp --player net:{run},sims=400");
     println!("curves:    konane plot {run}");
     Ok(())
 }
