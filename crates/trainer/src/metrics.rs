@@ -54,6 +54,27 @@ pub struct Timing {
     pub eval_share: f64,
     /// Seconds since the run started (resumed runs: since the resume).
     pub elapsed_seconds: f64,
+    /// Resident memory of the process at the end of the iteration, in MiB
+    /// (Linux; 0 where `/proc/self/status` is unavailable).
+    #[serde(default)]
+    pub rss_mib: f64,
+    /// Peak resident memory of the process so far, in MiB (Linux; else 0).
+    #[serde(default)]
+    pub peak_rss_mib: f64,
+}
+
+/// `(current, peak)` resident memory of this process in MiB, from
+/// `/proc/self/status` (`VmRSS`, `VmHWM`); zeros elsewhere.
+pub fn memory_mib() -> (f64, f64) {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return (0.0, 0.0) };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// The record of one iteration.

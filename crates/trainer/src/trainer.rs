@@ -191,11 +191,13 @@ fn log_iteration(m: &IterationMetrics) {
         games = m.games,
         samples = m.samples,
         policy_loss = format!("{:.3}", m.policy_loss),
+        target_entropy = format!("{:.3}", m.target_entropy),
         value_loss = format!("{:.3}", m.value_loss),
         elo = m.elo.map(|e| format!("{e:.0}")).unwrap_or_default(),
         positions_per_s = format!("{:.0}", m.timing.selfplay_positions_per_second),
         samples_per_s = format!("{:.0}", m.timing.train_samples_per_second),
         seconds = format!("{:.1}", m.timing.total_seconds),
+        peak_rss_mib = format!("{:.0}", m.timing.peak_rss_mib),
         "iteration {} done: {}",
         m.iteration,
         scores.join(", ")
@@ -524,6 +526,7 @@ impl Loop {
         m.timing.train_share = train_seconds / total;
         m.timing.eval_share = eval_seconds / total;
         m.timing.elapsed_seconds = run_started.elapsed().as_secs_f64();
+        (m.timing.rss_mib, m.timing.peak_rss_mib) = crate::metrics::memory_mib();
         // The line is appended after the checkpoint: a kill in between loses
         // it from metrics.jsonl only until the resume rewrites the file from
         // the checkpoint (whose copy has the timings of the write before).

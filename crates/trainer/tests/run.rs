@@ -120,6 +120,11 @@ fn two_iterations_end_to_end() {
         assert_eq!(opponents, ["previous", "random", "greedy"]);
         assert!(m.elo.is_some());
         assert!(m.timing.selfplay_positions_per_second > 0.0);
+        // The policy loss is a cross-entropy: never below the targets' entropy.
+        assert!(m.target_entropy > 0.0 && m.policy_loss >= m.target_entropy - 1e-4, "{m:?}");
+        if cfg!(target_os = "linux") {
+            assert!(m.timing.rss_mib > 0.0 && m.timing.peak_rss_mib >= m.timing.rss_mib, "{:?}", m.timing);
+        }
     }
     assert_eq!(metrics[1].total_steps, 6);
     // Retention keeps the newest two; the network loads and the stored
