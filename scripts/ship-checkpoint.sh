@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Copies a training run's latest network into a shipped model directory
+# (checkpoints/6x6, checkpoints/8x8): the network file, a LATEST pointer, the
+# run's config and metrics (not its replay data or optimizer state), and the
+# training curves against hours.
+#
+#   scripts/ship-checkpoint.sh runs/6x6-ship checkpoints/6x6
+set -euo pipefail
+run=${1:?usage: ship-checkpoint.sh RUN_DIR MODEL_DIR}
+dest=${2:?usage: ship-checkpoint.sh RUN_DIR MODEL_DIR}
+konane=${KONANE:-target/release/konane}
+latest=$(tr -d '\n' < "$run/LATEST")
+mkdir -p "$dest"
+cp "$run/$latest" "$dest/net.knet.tmp" && mv "$dest/net.knet.tmp" "$dest/net.knet"
+printf 'net.knet\n' > "$dest/LATEST.tmp" && mv "$dest/LATEST.tmp" "$dest/LATEST"
+cp "$run/config.toml" "$dest/config.toml"
+cp "$run/metrics.jsonl" "$dest/metrics.jsonl"
+"$konane" plot "$run" --hours --out "$dest/curves.png"
+echo "shipped $run/$latest -> $dest ($(du -h "$dest/net.knet" | cut -f1))"
