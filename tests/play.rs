@@ -49,3 +49,15 @@ fn a_missing_model_is_one_clear_error() {
     assert!(err.contains("no/such/model"), "{err}");
     assert_eq!(err.lines().filter(|l| l.starts_with("error")).count(), 1, "{err}");
 }
+
+#[test]
+fn the_shipped_8x8_network_loads_from_its_directory() {
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/checkpoints/8x8");
+    let out =
+        play(&["--model", model, "--size", "8x8", "--color", "white", "--sims", "8", "--threads", "1"], "moves\n");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("you are white on 8x8") && text.contains("trained on 8x8"), "{text}");
+    assert!(text.contains("network plays "), "black (the network) opens: {text}");
+    assert!(text.contains("legal ("), "{text}");
+}
