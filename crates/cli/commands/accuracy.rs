@@ -28,7 +28,7 @@ pub struct Args {
     seed: u64,
     /// Backend for network players: flex or ndarray.
     #[arg(long, default_value = "flex")]
-    backend: String,
+    backend: Backend,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let specs: Vec<PlayerSpec> =
         args.players.iter().map(|p| p.parse::<PlayerSpec>().context("--players")).collect::<anyhow::Result<_>>()?;
     anyhow::ensure!(args.positions > 0, "--positions must be at least 1");
-    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let backend = args.backend;
     let factories = specs.iter().map(|spec| player_factory(spec, backend, 1)).collect::<Result<Vec<_>, _>>()?;
     let started = std::time::Instant::now();
     let set = sample_positions(args.size, args.positions, args.seed, args.solver_nodes);

@@ -17,7 +17,7 @@ pub struct Args {
     size: String,
     /// flex or ndarray.
     #[arg(long, default_value = "flex")]
-    backend: String,
+    backend: Backend,
     /// Residual blocks.
     #[arg(long, default_value_t = 6)]
     blocks: usize,
@@ -39,7 +39,7 @@ pub struct Args {
 /// Prints positions/s for each batch size (network plus prior softmax, one thread).
 pub fn run(args: Args) -> anyhow::Result<()> {
     let size: Size = args.size.parse().context("--size")?;
-    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let backend = args.backend;
     anyhow::ensure!(args.blocks <= 40 && (1..=512).contains(&args.channels), "--blocks/--channels out of range");
     let config = NetConfig::new().with_blocks(args.blocks).with_channels(args.channels);
     let device = backend.device();

@@ -42,7 +42,7 @@ pub struct Args {
     records: Option<PathBuf>,
     /// Backend for network players: flex or ndarray.
     #[arg(long, default_value = "flex")]
-    backend: String,
+    backend: Backend,
 }
 
 /// Validates everything, plays the match, prints and writes the results.
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let a: PlayerSpec = args.a.parse().context("--a")?;
     let b: PlayerSpec = args.b.parse().context("--b")?;
     let size: Size = args.size.parse().context("--size")?;
-    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let backend = args.backend;
     let (a_factory, b_factory) = (player_factory(&a, backend, 1)?, player_factory(&b, backend, 1)?);
     let threads = match args.threads {
         Some(0) => anyhow::bail!("--threads must be at least 1"),

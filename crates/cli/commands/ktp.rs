@@ -21,7 +21,7 @@ pub struct Args {
     seed: u64,
     /// Backend for network players: flex or ndarray.
     #[arg(long, default_value = "flex")]
-    backend: String,
+    backend: Backend,
     /// Cores a network player's search uses (one evaluator each); default: all.
     #[arg(long)]
     threads: Option<usize>,
@@ -31,7 +31,7 @@ pub struct Args {
 /// Only protocol answers go to stdout; logs go to stderr.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let spec: PlayerSpec = args.player.parse()?;
-    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let backend = args.backend;
     let threads = args.threads.unwrap_or_else(super::cores);
     let player = player_factory(&spec, backend, threads)?.build(args.seed);
     let mut engine = KtpEngine::new(player);

@@ -8,7 +8,6 @@
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use anyhow::Context;
 use konane_mcts::{Evaluator, MctsPlayer, SearchConfig};
 use konane_nn::player::NetFactory;
 use konane_nn::{Backend, NetConfig, checkpoint};
@@ -39,7 +38,7 @@ pub struct Args {
     sims: u64,
     /// Backend: flex or ndarray.
     #[arg(long, default_value = "flex")]
-    backend: String,
+    backend: Backend,
     /// Cores the network's search uses (one evaluator each); default: all.
     #[arg(long)]
     threads: Option<usize>,
@@ -58,7 +57,7 @@ fn parse_color(text: &str) -> Result<Color, String> {
 
 /// Loads the network and runs the session on stdin/stdout.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let backend = args.backend;
     let device = backend.device();
     let (net, header, label) = match args.model.as_deref() {
         None => {
@@ -284,42 +283,47 @@ impl<E: Evaluator> Session<E> {
     }
 
     /// Searches the current position (the side to move's view), best first.
+    /// The raw policy is one evaluation: its favourite move (the earliest on
+    /// ties, as `MctsPlayer` plays it) and the priors shown come from the
+    /// same call.
     fn analyse(&mut self) -> Option<Analysis> {
         let position = self.position;
-        let choice = self.engine.choose(&position, &self.engine.limits())?;
-        let mut moves: Vec<(Move, f32)> = if self.raw_policy {
+        if position.is_over() {
+            return None;
+        }
+        let (mut moves, value, simulations) = if self.raw_policy {
             let (mut values, mut priors) = (Vec::new(), Vec::new());
             self.engine.evaluator_mut().evaluate(&[position], &mut values, &mut priors);
-            position.moves().iter().copied().zip(priors).collect()
+            let moves: Vec<(Move, f32)> = position.moves().iter().copied().zip(priors).collect();
+            (moves, values[0], 0)
         } else {
+            let choice = self.engine.choose(&position, &self.engine.limits())?;
             let children: Vec<_> = self.engine.search().root_children().collect();
             let total = children.iter().map(|c| c.visits).sum::<u32>().max(1) as f32;
-            children.iter().map(|c| (c.mv, c.visits as f32 / total)).collect()
+            let mut moves: Vec<(Move, f32)> = children.iter().map(|c| (c.mv, c.visits as f32 / total)).collect();
+            // The search's choice (proven wins first) leads, whatever its share.
+            let chosen = moves.iter().position(|m| m.0 == choice.mv).expect("the choice is a root move");
+            moves.swap(0, chosen);
+            (moves, choice.value.unwrap_or(0.0), choice.nodes)
         };
-        // The chosen move first, then by share.
-        moves.sort_by(|a, b| (b.0 == choice.mv).cmp(&(a.0 == choice.mv)).then(b.1.total_cmp(&a.1)));
-        Some(Analysis { moves, value: choice.value.unwrap_or(0.0), simulations: choice.nodes })
+        // By share after the leader; the stable sort keeps legal-move order on ties.
+        let start = usize::from(!self.raw_policy);
+        moves[start..].sort_by(|a, b| b.1.total_cmp(&a.1));
+        Some(Analysis { moves, value, simulations })
     }
 
-    /// Takes back the user's last move and any engine moves after it.
+    /// Takes back the user's last move and any engine moves after it. Moves
+    /// alternate strictly (there are no passes), so black made the even plies.
     fn undo(&mut self, out: &mut impl Write) -> anyhow::Result<()> {
-        let mut position = Position::start(self.size);
-        let human_plies: Vec<usize> = (0..self.moves.len())
-            .filter(|&i| {
-                let mover = position.side_to_move();
-                position.play_unchecked(self.moves[i]);
-                mover == self.human
-            })
-            .collect();
-        let Some(&last) = human_plies.last() else {
+        let first = usize::from(self.human == Color::White);
+        let Some(since_first) = self.moves.len().checked_sub(first + 1) else {
             writeln!(out, "nothing to undo")?;
             return Ok(());
         };
+        let last = first + since_first / 2 * 2;
         let taken = self.moves.len() - last;
-        self.moves.truncate(last);
-        self.position = Position::start(self.size);
-        for &mv in &self.moves {
-            self.position.play_unchecked(mv);
+        for mv in self.moves.drain(last..).rev() {
+            self.position.undo_unchecked(mv);
         }
         self.announced = false;
         writeln!(out, "took back {taken} {}", if taken == 1 { "ply" } else { "plies" })?;

@@ -28,7 +28,7 @@ pub struct Args {
     seed: u64,
     /// Backend for network players: flex or ndarray.
     #[arg(long, default_value = "flex")]
-    backend: String,
+    backend: Backend,
 }
 
 /// Plays the round robin and prints a Markdown table.
@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect::<anyhow::Result<_>>()?;
     anyhow::ensure!(specs.len() >= 2, "--players needs at least two players, separated by ';'");
     let size: Size = args.size.parse().context("--size")?;
-    let backend: Backend = args.backend.parse().map_err(anyhow::Error::msg).context("--backend")?;
+    let backend = args.backend;
     let factories = specs.iter().map(|spec| player_factory(spec, backend, 1)).collect::<Result<Vec<_>, _>>()?;
     let threads = args.threads.unwrap_or_else(super::cores);
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");

@@ -97,13 +97,15 @@ impl<E: Evaluator + 'static> Evaluator for ParallelEvaluator<E> {
         }
         let slices = self.workers.len().min(positions.len().div_ceil(MIN_SLICE)).max(1);
         let per = positions.len().div_ceil(slices);
+        let mut sent = 0;
         for (worker, chunk) in self.workers.iter_mut().zip(positions.chunks(per.max(1))) {
             let mut job = worker.spare.take().unwrap_or_default();
             job.positions.clear();
             job.positions.extend_from_slice(chunk);
             worker.jobs.as_ref().expect("workers run until drop").send(job).expect("evaluator thread alive");
+            sent += 1;
         }
-        for worker in self.workers.iter_mut().take(positions.len().div_ceil(per.max(1))) {
+        for worker in self.workers.iter_mut().take(sent) {
             let job = worker.results.recv().expect("evaluator thread panicked");
             values.extend_from_slice(&job.values);
             priors.extend_from_slice(&job.priors);
