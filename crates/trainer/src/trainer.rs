@@ -433,18 +433,19 @@ impl Loop {
         };
         bar.finish_and_clear();
         let selfplay_seconds = started.elapsed().as_secs_f64();
-        self.replay.extend(games.iter().flat_map(|g| g.samples.iter().cloned()));
-        self.state.games += games.len() as u64;
+        let n_games = games.len();
+        self.replay.extend(games.into_iter().flat_map(|g| g.samples));
+        self.state.games += n_games as u64;
 
         // Training.
         let train_started = Instant::now();
         let mut m = IterationMetrics {
             iteration,
-            games: games.len(),
+            games: n_games,
             samples: stats.samples,
             replay_size: self.replay.len(),
-            mean_game_length: stats.moves as f64 / games.len().max(1) as f64,
-            black_win_rate: stats.black_wins as f64 / games.len().max(1) as f64,
+            mean_game_length: stats.moves as f64 / n_games.max(1) as f64,
+            black_win_rate: stats.black_wins as f64 / n_games.max(1) as f64,
             mean_batch: stats.evaluations as f64 / stats.batches.max(1) as f64,
             solved_samples: stats.solved,
             solver_disagreement: stats.solver_disagreed as f64 / stats.solved.max(1) as f64,
@@ -493,8 +494,9 @@ impl Loop {
 
         // Evaluation.
         let eval_started = Instant::now();
-        let previous = if config.evaluation.gating { self.best.clone() } else { self.previous_net()? };
         if iteration % config.evaluation.every == 0 || iteration == config.iterations {
+            // Loaded only for an evaluation: skipped iterations read nothing.
+            let previous = if config.evaluation.gating { self.best.clone() } else { self.previous_net()? };
             if !self.evaluate(iteration, &previous, &mut m)? {
                 return Ok(None);
             }
@@ -510,7 +512,7 @@ impl Loop {
             train_seconds,
             eval_seconds,
             selfplay_positions_per_second: stats.moves as f64 / selfplay_seconds.max(1e-9),
-            selfplay_games_per_second: games.len() as f64 / selfplay_seconds.max(1e-9),
+            selfplay_games_per_second: n_games as f64 / selfplay_seconds.max(1e-9),
             selfplay_evaluations_per_second: stats.evaluations as f64 / selfplay_seconds.max(1e-9),
             train_samples_per_second: trained_samples as f64 / train_seconds.max(1e-9),
             ..Timing::default()
