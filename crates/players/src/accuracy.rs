@@ -52,38 +52,47 @@ const RANDOM_SHARES: [f64; 4] = [0.0, 0.15, 0.4, 1.0];
 /// `solver_nodes` are skipped (and counted); sampling stops after
 /// `20 * count` games in any case. Runs on the current rayon pool.
 pub fn sample_positions(size: Size, count: usize, seed: u64, solver_nodes: u64) -> PositionSet {
+    /// What one sampled game gave.
+    enum Outcome {
+        Won(WonPosition),
+        Lost,
+        Unsolved,
+    }
     let mut set = PositionSet::default();
     let mut next_game = 0u64;
-    let chunk = (count as u64).max(8);
     while set.won.len() + set.lost < count && next_game < 20 * count as u64 {
+        // Only as many games as positions still missing (a few more than
+        // that would often be wasted solves).
+        let chunk = ((count - set.won.len() - set.lost) as u64).max(8);
         let games: Vec<u64> = (next_game..next_game + chunk).collect();
         next_game += chunk;
-        let solved: Vec<Option<Result<Option<WonPosition>, ()>>> = games
+        let outcomes: Vec<Outcome> = games
             .par_iter()
             .map_init(
                 || Solver::new(18),
                 |solver, &game| {
                     let position = sample_one(size, seed, game)?;
                     Some(match solver.solve_within(&position, solver_nodes) {
-                        Err(_) => Err(()),
-                        Ok(s) if s.win => Ok(Some(WonPosition {
+                        Err(_) => Outcome::Unsolved,
+                        Ok(s) if s.win => Outcome::Won(WonPosition {
                             position,
                             legal_moves: position.count_moves() as usize,
                             winning_moves: s.winning_moves,
-                        })),
-                        Ok(_) => Ok(None),
+                        }),
+                        Ok(_) => Outcome::Lost,
                     })
                 },
             )
+            .flatten()
             .collect();
-        for outcome in solved.into_iter().flatten() {
+        for outcome in outcomes {
             if set.won.len() + set.lost >= count {
                 break;
             }
             match outcome {
-                Err(()) => set.unsolved += 1,
-                Ok(Some(won)) => set.won.push(won),
-                Ok(None) => set.lost += 1,
+                Outcome::Unsolved => set.unsolved += 1,
+                Outcome::Won(won) => set.won.push(won),
+                Outcome::Lost => set.lost += 1,
             }
         }
     }
