@@ -154,6 +154,31 @@ pub fn rewrite(path: &Path, all: &[IterationMetrics]) -> Result<(), TrainError> 
     Ok(())
 }
 
+/// The history a resume writes back to `metrics.jsonl`: the checkpoint's
+/// records, each replaced by the file's line for the same iteration when that
+/// line is complete. The checkpoint is written before an iteration's total
+/// time, shares and memory are known, so its copy of the last iteration lacks
+/// them; the line appended after it has them. A line matches only if
+/// everything but the timing (and the self-play seconds measured before the
+/// checkpoint) is equal, so lines of another history are never taken.
+pub fn resume_history(checkpoint: &[IterationMetrics], on_disk: &[IterationMetrics]) -> Vec<IterationMetrics> {
+    let untimed = |m: &IterationMetrics| IterationMetrics { timing: Timing::default(), ..m.clone() };
+    checkpoint
+        .iter()
+        .map(|m| {
+            on_disk
+                .iter()
+                .find(|d| {
+                    d.timing.total_seconds > 0.0
+                        && d.timing.selfplay_seconds == m.timing.selfplay_seconds
+                        && untimed(d) == untimed(m)
+                })
+                .unwrap_or(m)
+                .clone()
+        })
+        .collect()
+}
+
 /// Reads `metrics.jsonl`, skipping lines that do not parse (a line cut by
 /// a kill).
 ///
@@ -162,4 +187,43 @@ pub fn rewrite(path: &Path, all: &[IterationMetrics]) -> Result<(), TrainError> 
 pub fn read(path: &Path) -> Result<Vec<IterationMetrics>, TrainError> {
     let text = std::fs::read_to_string(path).map_err(|e| TrainError::io(path, e))?;
     Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(iteration: u64, samples: u64, total_seconds: f64) -> IterationMetrics {
+        IterationMetrics {
+            iteration,
+            samples,
+            timing: Timing {
+                selfplay_seconds: 1.5,
+                total_seconds,
+                peak_rss_mib: total_seconds * 10.0,
+                ..Timing::default()
+            },
+            ..IterationMetrics::default()
+        }
+    }
+
+    #[test]
+    fn resume_keeps_the_finished_lines_of_the_same_history() {
+        // The checkpoint's copy of iteration 2 lacks its totals; the file has
+        // them, plus a line of the lost iteration 3.
+        let checkpoint = [record(1, 10, 4.0), record(2, 20, 0.0)];
+        let on_disk = [record(1, 10, 4.0), record(2, 20, 5.0), record(3, 30, 6.0)];
+        assert_eq!(resume_history(&checkpoint, &on_disk), vec![record(1, 10, 4.0), record(2, 20, 5.0)]);
+    }
+
+    #[test]
+    fn resume_ignores_lines_of_another_history_or_unfinished_ones() {
+        let checkpoint = [record(1, 10, 4.0), record(2, 20, 0.0)];
+        // Iteration 2 on disk played other games; nothing on disk for 1.
+        assert_eq!(resume_history(&checkpoint, &[record(2, 21, 5.0)]), checkpoint.to_vec());
+        let mut other_clock = record(2, 20, 5.0);
+        other_clock.timing.selfplay_seconds = 9.0;
+        assert_eq!(resume_history(&checkpoint, &[other_clock]), checkpoint.to_vec());
+        assert_eq!(resume_history(&checkpoint, &[]), checkpoint.to_vec());
+    }
 }

@@ -342,7 +342,9 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
     };
     // Later checkpoints (damaged, or from the lost iteration) are rewritten.
     run::drop_newer(dir, state.iteration)?;
-    metrics::rewrite(&dir.join("metrics.jsonl"), &state.metrics)?;
+    let metrics_path = dir.join("metrics.jsonl");
+    let on_disk = metrics::read(&metrics_path).unwrap_or_default();
+    metrics::rewrite(&metrics_path, &metrics::resume_history(&state.metrics, &on_disk))?;
     let lp = Loop {
         pool: pool(resolved.threads)?,
         config,

@@ -163,6 +163,11 @@ fn interrupted_and_resumed_equals_uninterrupted() {
     assert_eq!(second.iterations, 3);
 
     assert_eq!(metrics_without_timing(&straight), metrics_without_timing(&interrupted));
+    // The resume kept the wall time of the iteration it resumed from (the
+    // checkpoint's own copy of that line lacks it).
+    for m in konane_trainer::metrics::read(&interrupted.join("metrics.jsonl")).unwrap() {
+        assert!(m.timing.total_seconds > 0.0, "iteration {} lost its total time", m.iteration);
+    }
     assert!(same(&latest_net(&straight), &latest_net(&interrupted)), "final networks differ");
     let replay = |d: &Path| fs::read(d.join("checkpoints/iter-000003").join(REPLAY_FILE)).unwrap();
     assert!(replay(&straight) == replay(&interrupted), "replay windows differ");
