@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use konane_mcts::{Evaluator, ParallelEvaluator, Search, SearchConfig};
+use konane_nn::model::Net;
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
 use konane_rules::sample::cycled_positions;
 use konane_rules::{Position, Size};
@@ -36,17 +37,26 @@ pub struct Args {
     search_threads: Vec<usize>,
 }
 
-/// Prints positions/s for each batch size (network plus prior softmax, one thread).
+/// Prints positions/s for each batch size (network plus prior softmax, on
+/// one core), the same as multiply-adds per second against the backend's own
+/// matrix-multiply ceiling, then search simulations/s.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let size: Size = args.size.parse().context("--size")?;
-    let backend = args.backend;
     anyhow::ensure!(args.blocks <= 40 && (1..=512).contains(&args.channels), "--blocks/--channels out of range");
     let config = NetConfig::new().with_blocks(args.blocks).with_channels(args.channels);
-    let device = backend.device();
-    let net = init_net(&config, &device, 1);
-    let mut evaluator = NetEvaluator::new(net.clone(), device.clone());
+    let net = init_net(&config, &args.backend.device(), 1);
     let positions = cycled_positions(size, 256);
-    println!("net {} ({} backend) on {size}", config.name(), backend);
+    // Inference on one core: the search runs one evaluator per core.
+    let one_core = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    one_core.install(|| inference(&args, size, &config, &net, &positions))?;
+    search(&args, &net, positions[positions.len() / 8])
+}
+
+fn inference(args: &Args, size: Size, config: &NetConfig, net: &Net, positions: &[Position]) -> anyhow::Result<()> {
+    let backend = args.backend;
+    let mut evaluator = NetEvaluator::new(net.clone(), backend.device());
+    let flop = 2.0 * config.multiply_adds(size.rows(), size.cols()) as f64;
+    println!("net {} ({backend} backend) on {size}: {:.1} MFLOP a position; one core", config.name(), flop / 1e6);
     let (mut values, mut priors) = (Vec::new(), Vec::new());
     for &batch in &args.batches {
         anyhow::ensure!(batch >= 1, "batch sizes start at 1");
@@ -62,13 +72,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             done += batch;
         }
         let rate = done as f64 / start.elapsed().as_secs_f64();
-        println!("batch {batch:>4}: {rate:>9.0} positions/s");
+        println!("batch {batch:>4}: {rate:>9.0} positions/s = {:>5.1} GFLOP/s", rate * flop / 1e9);
     }
-    // Search: one tree, batches of 16 leaves per evaluator thread.
-    let root = positions[positions.len() / 8];
+    // The ceiling: one tower convolution as a plain matrix product (im2col)
+    // at batch 32, on the same backend and core.
+    let (m, k, n) = (32 * size.rows() * size.cols(), 9 * args.channels, args.channels);
+    let ceiling = 2.0 * backend.matmul_multiply_adds_per_second(m, k, n, args.seconds);
+    println!(
+        "matmul [{m} x {k}] x [{k} x {n}] (a tower convolution at batch 32): {:.1} GFLOP/s = {:.0} positions/s of this net",
+        ceiling / 1e9,
+        ceiling / flop
+    );
+    Ok(())
+}
+
+/// PUCT simulations/s from `root`: one tree, batches of 16 leaves per
+/// evaluator thread.
+fn search(args: &Args, net: &Net, root: Position) -> anyhow::Result<()> {
     for &threads in &args.search_threads {
         anyhow::ensure!((1..=64).contains(&threads), "--search-threads: 1 to 64");
-        let evaluators = (0..threads).map(|_| NetEvaluator::new(net.clone(), device.clone())).collect();
+        let evaluators = (0..threads).map(|_| NetEvaluator::new(net.clone(), args.backend.device())).collect();
         let mut evaluator = ParallelEvaluator::new(evaluators);
         let search_config = SearchConfig { batch_size: 16 * threads, ..SearchConfig::default() };
         let mut search = Search::new(search_config, 1);

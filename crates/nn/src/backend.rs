@@ -33,6 +33,31 @@ impl Backend {
     pub fn autodiff_device(self) -> Device {
         self.device().autodiff()
     }
+
+    /// Measured multiply-adds per second of an `m x k` by `k x n` matrix
+    /// product on this backend, repeated for about `seconds`. With the shape
+    /// of a tower convolution unrolled (`m` = batch x cells, `k` = 9 x
+    /// channels, `n` = channels) it is the ceiling a convolution of the
+    /// backend can reach on this core, which tells how far the network's
+    /// speed is from the hardware rather than from other code.
+    pub fn matmul_multiply_adds_per_second(self, m: usize, k: usize, n: usize, seconds: f64) -> f64 {
+        use burn::tensor::{Distribution, Tensor};
+        let device = self.device();
+        let a = Tensor::<2>::random([m, k], Distribution::Default, &device);
+        let b = Tensor::<2>::random([k, n], Distribution::Default, &device);
+        let run = || {
+            // Reading the result back makes lazy backends compute it.
+            let _ = a.clone().matmul(b.clone()).into_data();
+        };
+        run();
+        let start = std::time::Instant::now();
+        let mut products = 0u64;
+        while start.elapsed().as_secs_f64() < seconds {
+            run();
+            products += 1;
+        }
+        products as f64 * (m * k * n) as f64 / start.elapsed().as_secs_f64()
+    }
 }
 
 impl FromStr for Backend {

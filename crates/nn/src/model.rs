@@ -44,6 +44,20 @@ impl NetConfig {
         format!("b{}c{}", self.blocks, self.channels)
     }
 
+    /// Multiply-adds of one forward pass on a `rows` x `cols` board (weights
+    /// only; biases, activations and pooling are a rounding error). Turns
+    /// positions/s into FLOP/s, so speeds compare across machines, nets and a
+    /// core's own matrix-multiply ceiling (`konane bench-net`).
+    pub fn multiply_adds(&self, rows: usize, cols: usize) -> u64 {
+        let cells = (rows * cols) as u64;
+        let (c, p, v) = (self.channels as u64, self.policy_channels as u64, self.value_channels as u64);
+        let per_cell = 9 * INPUT_PLANES as u64 * c      // stem
+            + self.blocks as u64 * 2 * 9 * c * c         // residual tower
+            + 9 * c * p + p * MOVE_KINDS as u64          // policy head
+            + c * v; // value head's 1x1 convolution
+        cells * per_cell + 2 * v * self.value_hidden as u64 + self.value_hidden as u64
+    }
+
     /// Builds a network with fresh weights on `device` (burn seeds its
     /// initialisers from the backend's seed; see [`crate::seed_backend`]).
     pub fn init(&self, device: &Device) -> Net {

@@ -53,6 +53,25 @@ fn one_set_of_weights_evaluates_every_size() {
 }
 
 #[test]
+fn multiply_adds_count_every_weight_once_per_cell() {
+    use burn::module::Module;
+    use konane_nn::encoding::MOVE_KINDS;
+    for config in [tiny(), NetConfig::new()] {
+        let net = init_net(&config, &Backend::Flex.device(), 1);
+        // On one cell every weight is one multiply-add; biases and the
+        // residual gates are the parameters that are not.
+        let (c, b) = (config.channels, config.blocks);
+        let not_multiplied =
+            c + b * (2 * c + 1) + config.policy_channels + MOVE_KINDS + config.value_channels + config.value_hidden + 1;
+        let weights = (net.num_params() - not_multiplied) as u64;
+        assert_eq!(config.multiply_adds(1, 1), weights, "{}", config.name());
+        // The value head's dense layers run once per board, the rest per cell.
+        let dense = (2 * config.value_channels * config.value_hidden + config.value_hidden) as u64;
+        assert_eq!(config.multiply_adds(8, 8), 64 * (weights - dense) + dense, "{}", config.name());
+    }
+}
+
+#[test]
 fn evaluator_gives_a_distribution_over_legal_moves_in_mixed_batches() {
     let device = Backend::Flex.device();
     let mut evaluator = NetEvaluator::new(init_net(&tiny(), &device, 3), device);
