@@ -7,7 +7,7 @@
 //! of random moves for variety; every position is labelled by the teacher
 //! whoever moves from it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use konane_nn::train::Learner;
 use konane_players::PlayerSpec;
@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{BootstrapConfig, TrainingConfig};
-use crate::replay::{PackedSample, ReplayBuffer};
+use crate::replay::{PackedSample, ReplayBuffer, StepPlan};
 use crate::selfplay::derive_seed;
 
 /// What the bootstrap phase did.
@@ -87,20 +87,25 @@ pub fn run(
     let tenth = (config.steps / 10).max(1);
     let (mut first, mut last, mut last_value) = (0.0, 0.0, 0.0);
     let train_start = std::time::Instant::now();
-    for step in 0..config.steps {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        let batch = window.sample_batch(training.batch_size, true, &mut rng);
-        let losses = learner.step(&batch, training.lr);
-        if step < tenth {
-            first += losses.policy as f64 / tenth as f64;
-        }
-        if step >= config.steps.saturating_sub(tenth) {
-            last += losses.policy as f64 / tenth as f64;
-            last_value += losses.value as f64 / tenth as f64;
-        }
-        on_step(step + 1);
+    let plan = StepPlan { steps: config.steps, batch_size: training.batch_size, augment: true, stop };
+    let finished = window.train(
+        learner,
+        &plan,
+        &mut rng,
+        |_| training.lr,
+        |step, _, _, losses| {
+            if step < tenth {
+                first += losses.policy as f64 / tenth as f64;
+            }
+            if step >= config.steps.saturating_sub(tenth) {
+                last += losses.policy as f64 / tenth as f64;
+                last_value += losses.value as f64 / tenth as f64;
+            }
+            on_step(step + 1);
+        },
+    );
+    if !finished {
+        return None;
     }
     Some(BootstrapReport {
         positions,

@@ -8,7 +8,7 @@
 use konane_mcts::SearchConfig;
 use konane_nn::player::{NetFactory, player_factory};
 use konane_nn::{Backend, Net};
-use konane_players::arena::{self, GameResult, MatchConfig, PlayerFactory, bradley_terry_elo};
+use konane_players::arena::{self, GameResult, MatchConfig, MatchSummary, PlayerFactory, bradley_terry_elo};
 use konane_players::{Limits, PlayerSpec};
 use konane_rules::Size;
 
@@ -28,12 +28,13 @@ pub fn net_factory(net: &Net, backend: Backend, simulations: u64, search: Search
     )
 }
 
-/// A factory for a baseline (or `net:`) opponent.
+/// Factories for the evaluation opponents, built once per run (a `net:`
+/// opponent's network is read once, not at every evaluation).
 ///
 /// # Errors
 /// A `net:` opponent whose network cannot be loaded.
-pub fn opponent_factory(spec: &PlayerSpec, backend: Backend) -> Result<Box<dyn PlayerFactory>, TrainError> {
-    Ok(player_factory(spec, backend, 1)?)
+pub fn opponent_factories(specs: &[PlayerSpec], backend: Backend) -> Result<Vec<Box<dyn PlayerFactory>>, TrainError> {
+    specs.iter().map(|spec| Ok(player_factory(spec, backend, 1)?)).collect()
 }
 
 /// Plays a match and scores it for `a`.
@@ -51,19 +52,16 @@ pub fn play(
 ) -> Result<MatchResult, TrainError> {
     let config = MatchConfig { size, games, threads, seed };
     let results = arena::play_match(a, b, &config, on_game).map_err(|e| TrainError::Other(e.to_string()))?;
-    let scored: Vec<&GameResult> = results.iter().filter(|r| r.fault.is_none()).collect();
-    if scored.len() < results.len() {
-        let fault = results.iter().find_map(|r| r.fault.as_ref()).expect("a fault");
-        tracing::warn!(a = %a.label(), b = %b.label(), faults = results.len() - scored.len(), first = %fault.reason, "unscored games");
+    let summary = MatchSummary::new(a.label(), b.label(), size, &results);
+    if let Some((_, fault)) = summary.faults.first() {
+        tracing::warn!(a = %summary.a, b = %summary.b, faults = summary.faults.len(), first = %fault.reason, "unscored games");
     }
-    let wins = scored.iter().filter(|r| r.a_won).count();
-    let score = if scored.is_empty() { 0.5 } else { wins as f64 / scored.len() as f64 };
     Ok(MatchResult {
-        opponent: b.label(),
-        games: scored.len(),
-        wins,
-        score,
-        elo_diff: arena::elo(score.clamp(0.001, 0.999)),
+        opponent: summary.b,
+        games: summary.games,
+        wins: summary.a_wins,
+        score: summary.score,
+        elo_diff: summary.elo,
     })
 }
 
@@ -71,18 +69,16 @@ pub fn play(
 /// first is 0. A single opponent is simply 0.
 ///
 /// # Errors
-/// As [`play`] and [`opponent_factory`].
+/// As [`play`].
 pub fn rate_anchors(
     opponents: &[PlayerSpec],
-    backend: Backend,
+    factories: &[Box<dyn PlayerFactory>],
     size: Size,
     games: usize,
     threads: usize,
     seed: u64,
 ) -> Result<Vec<(String, f64)>, TrainError> {
     let n = opponents.len();
-    let factories: Vec<Box<dyn PlayerFactory>> =
-        opponents.iter().map(|s| opponent_factory(s, backend)).collect::<Result<_, _>>()?;
     let mut wins = vec![vec![0.0; n]; n];
     let mut pair = 0;
     for i in 0..n {

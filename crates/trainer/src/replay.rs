@@ -16,9 +16,10 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use konane_nn::encoding::{index_move, move_index, policy_len};
-use konane_nn::train::Sample;
+use konane_nn::train::{Learner, Losses, Sample};
 use konane_rules::{Color, Position, Size, Symmetry};
 use rand::seq::IndexedRandom;
 use rand::{Rng, RngExt};
@@ -172,6 +173,19 @@ pub struct ReplayBuffer {
     capacity: usize,
 }
 
+/// How many gradient steps [`ReplayBuffer::train`] takes, on what batches,
+/// and the flag that stops it early (Ctrl-C).
+pub struct StepPlan<'a> {
+    /// Steps to take.
+    pub steps: u64,
+    /// Samples per batch.
+    pub batch_size: usize,
+    /// Whether each sample is seen through a random board symmetry.
+    pub augment: bool,
+    /// Raised to stop between steps.
+    pub stop: &'a AtomicBool,
+}
+
 impl ReplayBuffer {
     /// An empty window of `capacity` samples.
     pub fn new(capacity: usize) -> ReplayBuffer {
@@ -220,6 +234,30 @@ impl ReplayBuffer {
     /// Approximate memory held by the samples.
     pub fn heap_bytes(&self) -> usize {
         self.samples.iter().map(PackedSample::heap_bytes).sum()
+    }
+
+    /// Gradient steps on batches drawn from the window: the loop the
+    /// bootstrap and every iteration share. `lr(k)` is the learning rate of
+    /// step `k` (0-based); `on_step(k, lr, batch_len, losses)` sees each step.
+    /// False if `plan.stop` was raised before all steps were done.
+    pub fn train<R: Rng + ?Sized>(
+        &self,
+        learner: &mut Learner,
+        plan: &StepPlan<'_>,
+        rng: &mut R,
+        lr: impl Fn(u64) -> f64,
+        mut on_step: impl FnMut(u64, f64, usize, &Losses),
+    ) -> bool {
+        for k in 0..plan.steps {
+            if plan.stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let batch = self.sample_batch(plan.batch_size, plan.augment, rng);
+            let lr = lr(k);
+            let losses = learner.step(&batch, lr);
+            on_step(k, lr, batch.len(), &losses);
+        }
+        true
     }
 
     /// A training batch of up to `batch_size` samples drawn uniformly (with

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use konane_nn::checkpoint::{self, NetHeader};
 use konane_nn::train::Learner;
 use konane_nn::{Net, init_net};
+use konane_players::arena::PlayerFactory;
 use konane_rules::Size;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -19,7 +20,7 @@ use crate::TrainError;
 use crate::config::{Resolved, TrainConfig};
 use crate::evaluation;
 use crate::metrics::{self, IterationMetrics, Timing};
-use crate::replay::ReplayBuffer;
+use crate::replay::{ReplayBuffer, StepPlan};
 use crate::run::{self, BEST_FILE, NET_FILE, OPTIMIZER_FILE, REPLAY_FILE, RunState};
 use crate::selfplay::{self, SelfPlayJob, derive_seed};
 
@@ -98,6 +99,8 @@ struct Loop {
     /// `threads` threads for burn's own parallelism in training: with one,
     /// every reduction runs in a fixed order and runs are bit-reproducible.
     pool: rayon::ThreadPool,
+    /// The evaluation opponents, `resolved.opponents` in order.
+    opponents: Vec<Box<dyn PlayerFactory>>,
 }
 
 /// burn seeds its initialisers per device, process-wide, and loading a
@@ -256,11 +259,12 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
     let learner = Learner::new(net.clone(), config.backend, config.training.optimizer_settings());
     let mut state = RunState::default();
     let eval_size = resolved.sizes[0];
+    let opponents = evaluation::opponent_factories(&resolved.opponents, config.backend)?;
     if resolved.opponents.len() > 1 {
         let started = Instant::now();
         state.anchors = evaluation::rate_anchors(
             &resolved.opponents,
-            config.backend,
+            &opponents,
             eval_size,
             config.evaluation.games,
             resolved.threads,
@@ -279,6 +283,7 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
         progress: options.progress,
         stop: options.stop.clone(),
         pool: pool(resolved.threads)?,
+        opponents,
         resolved,
         run_dir,
         config,
@@ -347,6 +352,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
     metrics::rewrite(&metrics_path, &metrics::resume_history(&state.metrics, &on_disk))?;
     let lp = Loop {
         pool: pool(resolved.threads)?,
+        opponents: evaluation::opponent_factories(&resolved.opponents, config.backend)?,
         config,
         resolved,
         run_dir: dir.to_path_buf(),
@@ -459,25 +465,33 @@ impl Loop {
             let bar = self.bar(config.training.steps, "training");
             let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
             let (mut policy, mut value, mut entropy, mut target_entropy) = (0.0, 0.0, 0.0, 0.0);
-            for _ in 0..config.training.steps {
-                if self.stop.load(Ordering::Relaxed) {
-                    bar.abandon();
-                    return Ok(None);
-                }
-                let batch = self.replay.sample_batch(config.training.batch_size, config.replay.augment, &mut rng);
-                let lr = config.training.lr_at(self.state.steps, self.total_steps());
-                let (pool, learner) = (&self.pool, &mut self.learner);
-                let losses = pool.install(|| learner.step(&batch, lr));
-                self.state.steps += 1;
-                m.train_steps += 1;
-                m.lr = lr;
-                trained_samples += batch.len() as u64;
-                policy += losses.policy as f64;
-                value += losses.value as f64;
-                entropy += losses.policy_entropy as f64;
-                target_entropy += losses.target_entropy as f64;
-                bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
-                bar.inc(1);
+            let (first_step, total_steps) = (self.state.steps, self.total_steps());
+            let training = &config.training;
+            let plan = StepPlan {
+                steps: training.steps,
+                batch_size: training.batch_size,
+                augment: config.replay.augment,
+                stop: &self.stop,
+            };
+            let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
+            let finished = pool.install(|| {
+                let lr = |k| training.lr_at(first_step + k, total_steps);
+                replay.train(learner, &plan, &mut rng, lr, |_, lr, batch_len, losses| {
+                    m.train_steps += 1;
+                    m.lr = lr;
+                    trained_samples += batch_len as u64;
+                    policy += losses.policy as f64;
+                    value += losses.value as f64;
+                    entropy += losses.policy_entropy as f64;
+                    target_entropy += losses.target_entropy as f64;
+                    bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
+                    bar.inc(1);
+                })
+            });
+            self.state.steps += m.train_steps;
+            if !finished {
+                bar.abandon();
+                return Ok(None);
             }
             bar.finish_and_clear();
             let steps = m.train_steps.max(1) as f64;
@@ -574,12 +588,11 @@ impl Loop {
         }
         m.elo_chain = self.state.elo_chain;
         let mut against = Vec::new();
-        for (k, spec) in self.resolved.opponents.iter().enumerate() {
+        for (k, opponent) in self.opponents.iter().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
                 bar.abandon();
                 return Ok(false);
             }
-            let opponent = evaluation::opponent_factory(spec, config.backend)?;
             let seed = derive_seed(config.seed, iteration, k as u64 + 1, 4);
             let result = evaluation::play(&current, opponent.as_ref(), size, e.games, threads, seed, &on_game)?;
             let anchor = self.state.anchors.get(k).map_or(0.0, |a| a.1);
