@@ -1,5 +1,6 @@
 //! End to end on a tiny config: a two-iteration run, exact resume, and a
-//! damaged checkpoint falling back to the previous one.
+//! damaged checkpoint falling back to the previous one, and the teacher
+//! bootstrap phase on its own.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -238,4 +239,48 @@ fn resuming_with_a_changed_config_needs_override() {
     let mut stored = changed;
     stored.iterations = 2;
     assert_eq!(TrainConfig::load(&dir.join("config.toml")).unwrap(), stored);
+}
+
+#[test]
+fn the_teacher_bootstrap_learns_the_teachers_moves_and_stops_on_request() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    use konane_nn::train::Learner;
+    use konane_nn::{NetConfig, init_net};
+    use konane_trainer::bootstrap::{self, label_positions};
+    use konane_trainer::config::BootstrapConfig;
+
+    let teacher: konane_players::PlayerSpec = "alphabeta:depth=2".parse().unwrap();
+    let config =
+        BootstrapConfig { teacher: teacher.to_string(), positions: 300, steps: 40, random_move_probability: 0.25 };
+    let sizes = ["5x5".parse().unwrap()];
+    let samples = label_positions(&teacher, &config, &sizes, 3);
+    assert_eq!(samples.len(), 300);
+    assert!(samples == label_positions(&teacher, &config, &sizes, 3), "labelling is not reproducible");
+    for sample in &samples {
+        let s = sample.unpack(konane_rules::Symmetry::Identity);
+        // One target move, the teacher's, legal where it was chosen.
+        assert_eq!(s.policy.len(), 1);
+        assert_eq!(s.policy[0].1, 1.0);
+        assert!(s.position.moves().contains(&s.policy[0].0));
+        assert!(s.value.abs() <= 1.0);
+    }
+
+    let training = tiny(1).training;
+    let learner = || {
+        let net = init_net(&NetConfig::new().with_blocks(1).with_channels(8), &konane_nn::Backend::Flex.device(), 5);
+        Learner::new(net, konane_nn::Backend::Flex, training.optimizer_settings())
+    };
+    let (stop, steps) = (AtomicBool::new(false), AtomicU64::new(0));
+    let on_step = |s: u64| steps.store(s, Ordering::Relaxed);
+    let report = bootstrap::run(&mut learner(), &teacher, &config, &training, &sizes, 3, &stop, &on_step).unwrap();
+    assert_eq!((report.positions, report.steps, steps.load(Ordering::Relaxed)), (300, 40, 40));
+    assert!(
+        report.last_policy_loss < report.first_policy_loss,
+        "policy loss {} -> {}",
+        report.first_policy_loss,
+        report.last_policy_loss
+    );
+    stop.store(true, Ordering::Relaxed);
+    assert!(bootstrap::run(&mut learner(), &teacher, &config, &training, &sizes, 3, &stop, &on_step).is_none());
 }
