@@ -1,9 +1,8 @@
 //! `konane accuracy --players "net:checkpoints/6x6,sims=200;net:checkpoints/6x6,sims=0" --size 6x6`:
 //! the share of solved won positions in which each player picks a winning move.
 
-use anyhow::Context;
 use konane_nn::Backend;
-use konane_nn::player::player_factory;
+use konane_nn::player::player_factories;
 use konane_players::PlayerSpec;
 use konane_players::accuracy::{sample_positions, score};
 use konane_rules::Size;
@@ -13,7 +12,7 @@ use konane_rules::Size;
 pub struct Args {
     /// Player specs separated by semicolons; all see the same positions.
     #[arg(long, num_args = 1.., value_delimiter = ';', required = true)]
-    players: Vec<String>,
+    players: Vec<PlayerSpec>,
     /// Board size (small enough for the solver: 6x6 and below solve in seconds).
     #[arg(long, default_value = "6x6")]
     size: Size,
@@ -36,11 +35,10 @@ pub struct Args {
 
 /// Samples and solves the positions, then scores every player on them.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let specs: Vec<PlayerSpec> =
-        args.players.iter().map(|p| p.parse::<PlayerSpec>().context("--players")).collect::<anyhow::Result<_>>()?;
+    let specs = &args.players;
     anyhow::ensure!(args.positions > 0, "--positions must be at least 1");
     let backend = args.backend;
-    let factories = specs.iter().map(|spec| player_factory(spec, backend, 1)).collect::<Result<Vec<_>, _>>()?;
+    let factories = player_factories(specs, backend)?;
     let started = std::time::Instant::now();
     let set = sample_positions(args.size, args.positions, args.seed, args.solver_nodes);
     tracing::info!(

@@ -9,8 +9,8 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use konane_mcts::{Evaluator, MctsPlayer, SearchConfig};
-use konane_nn::player::NetFactory;
-use konane_nn::{Backend, NetConfig, checkpoint};
+use konane_nn::player::{NetFactory, load_model};
+use konane_nn::{Backend, checkpoint};
 use konane_players::{Limits, Player};
 use konane_rules::{Cell, Color, GameRecord, Move, Position, Size};
 
@@ -64,12 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let (net, header) = checkpoint::load_bytes(DEFAULT_MODEL, DEFAULT_MODEL_NAME, &device)?;
             (net, Some(header), DEFAULT_MODEL_NAME.to_string())
         }
-        Some("init") => (konane_nn::init_net(&NetConfig::new(), &device, args.seed), None, "untrained network".into()),
-        Some(path) => {
-            let file = checkpoint::resolve(Path::new(path))?;
-            let (net, header) = checkpoint::load(&file, &device)?;
-            (net, Some(header), file.display().to_string())
-        }
+        Some(path) => load_model(path, &device, args.seed)?,
     };
     let trained_size = header.as_ref().and_then(|h| h.sizes.first()).and_then(|s| s.parse::<Size>().ok());
     let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use konane_nn::Backend;
-use konane_nn::player::player_factory;
+use konane_nn::player::player_factories;
 use konane_players::PlayerSpec;
 use konane_players::arena::{MatchConfig, MatchSummary, bradley_terry_elo, play_match};
 use konane_rules::Size;
@@ -13,7 +13,7 @@ use konane_rules::Size;
 pub struct Args {
     /// Player specs separated by spaces or semicolons; the first is the Elo anchor (0).
     #[arg(long, num_args = 1.., value_delimiter = ';', required = true)]
-    players: Vec<String>,
+    players: Vec<PlayerSpec>,
     /// Board size.
     #[arg(long, default_value = "6x6")]
     size: String,
@@ -33,15 +33,11 @@ pub struct Args {
 
 /// Plays the round robin and prints a Markdown table.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let specs: Vec<PlayerSpec> = args
-        .players
-        .iter()
-        .map(|p| p.parse::<PlayerSpec>().with_context(|| "--players".to_string()))
-        .collect::<anyhow::Result<_>>()?;
+    let specs = &args.players;
     anyhow::ensure!(specs.len() >= 2, "--players needs at least two players, separated by ';'");
     let size: Size = args.size.parse().context("--size")?;
     let backend = args.backend;
-    let factories = specs.iter().map(|spec| player_factory(spec, backend, 1)).collect::<Result<Vec<_>, _>>()?;
+    let factories = player_factories(specs, backend)?;
     let threads = args.threads.unwrap_or_else(super::cores);
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     let n = specs.len();
@@ -68,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     println!();
     print!("| A \\ B |");
-    for spec in &specs {
+    for spec in specs {
         print!(" `{spec}` |");
     }
     println!();

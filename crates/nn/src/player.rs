@@ -14,6 +14,22 @@ use crate::checkpoint::{self, CheckpointError, NetHeader};
 use crate::evaluator::NetEvaluator;
 use crate::model::{Net, NetConfig};
 
+/// The network a `net:` path names, with its header and the file it came
+/// from: `init` is the default network with fresh weights from `seed` (no
+/// header), anything else a checkpoint file or a directory with a `LATEST`
+/// pointer.
+///
+/// # Errors
+/// The network file is missing, damaged or of another format.
+pub fn load_model(path: &str, device: &Device, seed: u64) -> Result<(Net, Option<NetHeader>, String), CheckpointError> {
+    if path == "init" {
+        return Ok((crate::init_net(&NetConfig::new(), device, seed), None, "untrained network".into()));
+    }
+    let file = checkpoint::resolve(Path::new(path))?;
+    let (net, header) = checkpoint::load(&file, device)?;
+    Ok((net, Some(header), file.display().to_string()))
+}
+
 /// A PUCT player over the network (with a random symmetry per evaluation),
 /// its batches split over one evaluator per thread.
 pub type NetPlayer = MctsPlayer<SymmetryEvaluator<ParallelEvaluator<NetEvaluator>>>;
@@ -58,13 +74,7 @@ impl NetFactory {
             panic!("NetFactory::from_spec on a non-net spec {spec}");
         };
         let device = backend.device();
-        let (net, header) = if path == "init" {
-            (crate::init_net(&NetConfig::new(), &device, spec.seed_or(0)), None)
-        } else {
-            let file = checkpoint::resolve(Path::new(path))?;
-            let (net, header) = checkpoint::load(&file, &device)?;
-            (net, Some(header))
-        };
+        let (net, header, _) = load_model(path, &device, spec.seed_or(0))?;
         let mut factory = NetFactory::new(net, device, spec.limits, SearchConfig::default(), spec.to_string());
         factory.seed = spec.seed;
         factory.header = header;
@@ -113,4 +123,17 @@ pub fn player_factory(
         }
         _ => Box::new(spec.clone()),
     })
+}
+
+/// [`player_factory`] for each spec, one evaluator thread each: the players
+/// of a match, round robin or evaluation, which play their games in
+/// parallel already.
+///
+/// # Errors
+/// The first `net:` spec whose network cannot be loaded.
+pub fn player_factories(
+    specs: &[PlayerSpec],
+    backend: Backend,
+) -> Result<Vec<Box<dyn PlayerFactory>>, CheckpointError> {
+    specs.iter().map(|spec| player_factory(spec, backend, 1)).collect()
 }

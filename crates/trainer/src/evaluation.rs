@@ -6,7 +6,7 @@
 //! those fixed anchors, so Elo is comparable across iterations.
 
 use konane_mcts::SearchConfig;
-use konane_nn::player::{NetFactory, player_factory};
+use konane_nn::player::NetFactory;
 use konane_nn::{Backend, Net};
 use konane_players::arena::{self, GameResult, MatchConfig, MatchSummary, PlayerFactory, bradley_terry_elo};
 use konane_players::{Limits, PlayerSpec};
@@ -26,15 +26,6 @@ pub fn net_factory(net: &Net, backend: Backend, simulations: u64, search: Search
         search,
         label,
     )
-}
-
-/// Factories for the evaluation opponents, built once per run (a `net:`
-/// opponent's network is read once, not at every evaluation).
-///
-/// # Errors
-/// A `net:` opponent whose network cannot be loaded.
-pub fn opponent_factories(specs: &[PlayerSpec], backend: Backend) -> Result<Vec<Box<dyn PlayerFactory>>, TrainError> {
-    specs.iter().map(|spec| Ok(player_factory(spec, backend, 1)?)).collect()
 }
 
 /// Plays a match and scores it for `a`.

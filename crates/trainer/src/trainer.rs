@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use konane_nn::checkpoint::{self, NetHeader};
+use konane_nn::player::player_factories;
 use konane_nn::train::Learner;
 use konane_nn::{Net, init_net};
 use konane_players::arena::PlayerFactory;
@@ -259,7 +260,7 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
     let learner = Learner::new(net.clone(), config.backend, config.training.optimizer_settings());
     let mut state = RunState::default();
     let eval_size = resolved.sizes[0];
-    let opponents = evaluation::opponent_factories(&resolved.opponents, config.backend)?;
+    let opponents = player_factories(&resolved.opponents, config.backend)?;
     if resolved.opponents.len() > 1 {
         let started = Instant::now();
         state.anchors = evaluation::rate_anchors(
@@ -352,7 +353,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
     metrics::rewrite(&metrics_path, &metrics::resume_history(&state.metrics, &on_disk))?;
     let lp = Loop {
         pool: pool(resolved.threads)?,
-        opponents: evaluation::opponent_factories(&resolved.opponents, config.backend)?,
+        opponents: player_factories(&resolved.opponents, config.backend)?,
         config,
         resolved,
         run_dir: dir.to_path_buf(),
