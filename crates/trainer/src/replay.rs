@@ -71,6 +71,11 @@ impl PackedSample {
         }
     }
 
+    /// The side to move, whom `value` is for.
+    pub fn side_to_move(&self) -> Color {
+        if self.white_to_move { Color::White } else { Color::Black }
+    }
+
     /// The board size.
     pub fn size(&self) -> Size {
         Size::new_const(self.cols, self.rows)
@@ -382,6 +387,7 @@ mod tests {
                 assert_eq!(PackedSample::new(&position, [], 0.0).cells, sample.cells);
                 let unpacked = sample.unpack(Symmetry::Identity);
                 assert_eq!(unpacked.position, position);
+                assert_eq!(sample.side_to_move(), position.side_to_move());
                 let moves = position.moves();
                 assert_eq!(unpacked.policy.len(), moves.len());
                 assert!(unpacked.policy.iter().all(|(m, _)| moves.contains(m)));

@@ -164,8 +164,8 @@ struct Game {
     full: bool,
     /// Leaves gathered into the current batch.
     gathered: usize,
-    /// Samples so far: the packed position and its side to move.
-    samples: Vec<(PackedSample, Color, Option<bool>)>,
+    /// Full-search samples with the solver's verdict for the mover, if solved.
+    samples: Vec<(PackedSample, Option<bool>)>,
 }
 
 struct Worker<'a> {
@@ -276,7 +276,7 @@ impl<'a> Worker<'a> {
         if game.full {
             let visits: Vec<(Move, u32)> = game.search.root_visits().collect();
             let exact = self.solve(&game.position);
-            game.samples.push((PackedSample::new(&game.position, visits, 0.0), game.position.side_to_move(), exact));
+            game.samples.push((PackedSample::new(&game.position, visits, 0.0), exact));
         }
         let temperature = config.temperature_at(game.ply);
         let mv = game.search.choose_move(temperature, &mut game.rng).expect("a searched position has a move");
@@ -308,8 +308,8 @@ impl<'a> Worker<'a> {
         let samples: Vec<PackedSample> = game
             .samples
             .into_iter()
-            .map(|(mut sample, side, exact)| {
-                let won = side == winner;
+            .map(|(mut sample, exact)| {
+                let won = sample.side_to_move() == winner;
                 sample.value = match exact {
                     Some(win) => {
                         solved += 1;
