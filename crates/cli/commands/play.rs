@@ -36,6 +36,10 @@ pub struct Args {
     /// Simulations per network move (0: the raw policy, no search).
     #[arg(long, default_value_t = 400)]
     sims: u64,
+    /// Solve search positions of at most this many stones exactly (0: off):
+    /// the network then plays solved endgames perfectly.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=400))]
+    solve: u32,
     /// Backend: flex or ndarray.
     #[arg(long, default_value = "flex")]
     backend: Backend,
@@ -69,7 +73,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let trained_size = header.as_ref().and_then(|h| h.sizes.first()).and_then(|s| s.parse::<Size>().ok());
     let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
-    let factory = NetFactory::new(net, device, limits, SearchConfig::default(), label.clone())
+    let search = SearchConfig { solve_max_stones: args.solve, ..SearchConfig::default() };
+    let factory = NetFactory::new(net, device, limits, search, label.clone())
         .with_evaluator_threads(args.threads.unwrap_or_else(super::cores));
     let engine = factory.build_player(args.seed);
 

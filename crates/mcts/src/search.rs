@@ -43,7 +43,7 @@
 
 use std::time::Instant;
 
-use konane_rules::{Move, MoveList, Position};
+use konane_rules::{Color, Move, MoveList, Position, Solver};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
@@ -73,6 +73,15 @@ pub struct SearchConfig {
     /// The arena stops growing at this many nodes (40 bytes each; the
     /// default, 8M nodes, is about 320 MB).
     pub max_nodes: usize,
+    /// Leaves with at most this many stones are solved exactly by the rules
+    /// crate's solver instead of evaluated (an endgame table computed on
+    /// the fly); 0 turns it off. A solved leaf is a proven node, so the
+    /// search plays solved endgames perfectly and spends its simulations
+    /// elsewhere.
+    pub solve_max_stones: u32,
+    /// Solver nodes allowed per leaf; leaves it cannot solve within them go
+    /// to the evaluator.
+    pub solve_nodes: u64,
 }
 
 impl Default for SearchConfig {
@@ -85,6 +94,8 @@ impl Default for SearchConfig {
             virtual_loss: 1,
             batch_size: 16,
             max_nodes: 1 << 23,
+            solve_max_stones: 0,
+            solve_nodes: 20_000,
         }
     }
 }
@@ -137,6 +148,10 @@ pub struct Search {
     positions: Vec<Position>,
     values: Vec<f32>,
     priors: Vec<f32>,
+    /// The leaf solver (its table is kept across moves), when
+    /// `solve_max_stones > 0`.
+    solver: Option<Box<Solver>>,
+    solved_leaves: u64,
 }
 
 impl Search {
@@ -168,6 +183,9 @@ impl Search {
             positions: Vec::new(),
             values: Vec::new(),
             priors: Vec::new(),
+            // 2^16 buckets of 32 bytes: 2 MB per search.
+            solver: (config.solve_max_stones > 0).then(|| Box::new(Solver::new(16))),
+            solved_leaves: 0,
         }
     }
 
@@ -207,6 +225,11 @@ impl Search {
     /// visits sum to `simulations() - 1`.
     pub fn simulations(&self) -> u64 {
         self.simulations
+    }
+
+    /// Leaves the solver has settled since the search was created.
+    pub fn solved_leaves(&self) -> u64 {
+        self.solved_leaves
     }
 
     /// Nodes in the arena.
@@ -526,6 +549,19 @@ impl Search {
                         self.simulations += 1;
                         return Descent::Done;
                     }
+                    if node != ROOT
+                        && let Some(mover_to_play_wins) = self.solve_leaf(&position)
+                    {
+                        // Exact: proven, never expanded or evaluated. (A root
+                        // is always expanded: its moves need priors.)
+                        let proof = if mover_to_play_wins { Proof::MoverLoses } else { Proof::MoverWins };
+                        self.tree.nodes[node as usize].proof = proof;
+                        self.tree.propagate_proof(node);
+                        self.tree.backup(node, if mover_to_play_wins { -1.0 } else { 1.0 });
+                        self.simulations += 1;
+                        return Descent::Done;
+                    }
+                    let n = &mut self.tree.nodes[node as usize];
                     n.state = State::Pending;
                     out.push(position);
                     self.pending.push(Leaf { node, position });
@@ -538,6 +574,19 @@ impl Search {
                 }
             }
         }
+    }
+
+    /// Whether the side to move at `position` wins, if the position is small
+    /// enough for the leaf solver and solved within its budget.
+    fn solve_leaf(&mut self, position: &Position) -> Option<bool> {
+        let solver = self.solver.as_mut()?;
+        let stones = position.stone_count(Color::Black) + position.stone_count(Color::White);
+        if stones > self.config.solve_max_stones {
+            return None;
+        }
+        let win = solver.wins_within(position, self.config.solve_nodes).ok()?;
+        self.solved_leaves += 1;
+        Some(win)
     }
 
     /// The PUCT choice among the children of the expanded `node`; a child

@@ -152,6 +152,38 @@ fn visits_add_up_for_every_batch_size() {
 }
 
 #[test]
+fn the_leaf_solver_proves_small_endgames_without_the_evaluator() {
+    /// Counts the positions it is asked to evaluate.
+    #[derive(Default)]
+    struct Counting(UniformEvaluator, usize);
+    impl Evaluator for Counting {
+        fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+            self.1 += positions.len();
+            self.0.evaluate(positions, values, priors);
+        }
+    }
+    let mut solver = Solver::new(16);
+    let config = SearchConfig { solve_max_stones: 14, ..SearchConfig::default() };
+    let mut wins = 0;
+    for position in random_positions(size("6x6"), 14, 30, 4) {
+        let solution = solver.solve(&position);
+        let mut search = Search::new(config, 7);
+        search.set_root(position);
+        let mut evaluator = Counting::default();
+        // Far fewer simulations than the plain search needs (2000 above).
+        search.run(&mut evaluator, 60, None);
+        assert_eq!(evaluator.1, 1, "{position}: only the root needs the evaluator");
+        assert!(search.solved_leaves() > 0);
+        assert_eq!(search.root_proof(), Some(solution.win), "{position}: wrong or missing proof");
+        if solution.win {
+            wins += 1;
+            assert!(solution.winning_moves.contains(&search.best_move().unwrap()), "{position}: missed the win");
+        }
+    }
+    assert!(wins >= 5, "only {wins} won positions tested");
+}
+
+#[test]
 fn few_moves_and_big_batches_collide_without_harm() {
     // A root with few moves makes most descents of a 32-leaf gather collide.
     let position = random_positions(size("5x5"), 12, 40, 9)

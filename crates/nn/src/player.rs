@@ -70,12 +70,13 @@ impl NetFactory {
     /// # Errors
     /// The network file is missing, damaged or of another format.
     pub fn from_spec(spec: &PlayerSpec, backend: Backend) -> Result<NetFactory, CheckpointError> {
-        let PlayerKind::Net { path } = &spec.kind else {
+        let PlayerKind::Net { path, solve_max_stones } = &spec.kind else {
             panic!("NetFactory::from_spec on a non-net spec {spec}");
         };
         let device = backend.device();
         let (net, header, _) = load_model(path, &device, spec.seed_or(0))?;
-        let mut factory = NetFactory::new(net, device, spec.limits, SearchConfig::default(), spec.to_string());
+        let search = SearchConfig { solve_max_stones: *solve_max_stones, ..SearchConfig::default() };
+        let mut factory = NetFactory::new(net, device, spec.limits, search, spec.to_string());
         factory.seed = spec.seed;
         factory.header = header;
         Ok(factory)

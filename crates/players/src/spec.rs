@@ -17,7 +17,7 @@ use crate::{Limits, Player};
 pub const VALID_FORMS: &str = "random | greedy | alphabeta:depth=N | alphabeta:ms=N | alphabeta:nodes=N | \
      mcts:sims=N | mcts:ms=N | net:PATH,sims=N | net:init,sims=N (options combine with commas, e.g. \
      alphabeta:depth=6,ms=500; any player takes seed=N; mcts takes c=X, the exploration constant; \
-     net sims=0 plays the raw policy)";
+     net sims=0 plays the raw policy, net solve=N solves search leaves of at most N stones exactly)";
 
 /// A spec string that names no valid player.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -49,6 +49,9 @@ pub enum PlayerKind {
         /// A network file, a directory with a `LATEST` pointer, or `init`
         /// (fresh seeded weights of the default network).
         path: String,
+        /// Search leaves with at most this many stones are solved exactly
+        /// (`solve=N`; 0, the default, = off).
+        solve_max_stones: u32,
     },
 }
 
@@ -124,13 +127,14 @@ impl FromStr for PlayerSpec {
             "random" | "greedy" => &["seed"],
             "alphabeta" => &["depth", "ms", "nodes", "seed"],
             "mcts" => &["sims", "ms", "c", "seed"],
-            "net" => &["sims", "ms", "seed"],
+            "net" => &["sims", "ms", "seed", "solve"],
             "" => return Err(fail("empty player name".into())),
             other => return Err(fail(format!("unknown player '{other}'"))),
         };
         let mut limits = Limits::default();
         let mut seed = None;
         let mut exploration = 1.0;
+        let mut solve_max_stones = 0;
         for option in options.into_iter().flat_map(|o| o.split(',')) {
             let (key, value) =
                 option.split_once('=').ok_or_else(|| fail(format!("option '{option}' is not key=value")))?;
@@ -162,6 +166,13 @@ impl FromStr for PlayerSpec {
                         .ok_or_else(|| fail(format!("c={value}: the exploration constant is a number >= 0")))?
                 }
                 "seed" => seed = Some(value.parse().map_err(|_| fail(format!("seed={value}: a whole number")))?),
+                "solve" => {
+                    solve_max_stones = value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|&n| n <= 400)
+                        .ok_or_else(|| fail(format!("solve={value}: a number of stones from 0 to 400")))?
+                }
                 _ => unreachable!("checked against the allowed keys"),
             }
         }
@@ -178,7 +189,7 @@ impl FromStr for PlayerSpec {
                 if limits.nodes.is_none() && limits.movetime.is_none() {
                     limits.nodes = Some(800);
                 }
-                PlayerKind::Net { path: net_path.expect("set for net above") }
+                PlayerKind::Net { path: net_path.expect("set for net above"), solve_max_stones }
             }
             _ => {
                 if limits.nodes.is_none() && limits.movetime.is_none() {
@@ -207,10 +218,12 @@ mod tests {
         assert_eq!(spec.kind, PlayerKind::Mcts { exploration: 1.4 });
         assert_eq!("alphabeta".parse::<PlayerSpec>().unwrap().limits.depth, Some(4));
         let spec: PlayerSpec = "net:checkpoints/6x6,sims=0".parse().unwrap();
-        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/6x6".into() });
+        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/6x6".into(), solve_max_stones: 0 });
         assert_eq!(spec.limits.nodes, Some(0));
         assert!(spec.build(1).is_none());
         assert_eq!("net:init".parse::<PlayerSpec>().unwrap().limits.nodes, Some(800));
+        let spec: PlayerSpec = "net:checkpoints/8x8,sims=800,solve=14".parse().unwrap();
+        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/8x8".into(), solve_max_stones: 14 });
     }
 
     #[test]
@@ -226,6 +239,8 @@ mod tests {
             ("net:sims=5", "path first"),
             ("net", "needs a path"),
             ("net:x,depth=3", "no option 'depth'"),
+            ("net:x,solve=-1", "solve=-1"),
+            ("alphabeta:solve=3", "no option 'solve'"),
             ("", "empty"),
         ] {
             let err = spec.parse::<PlayerSpec>().unwrap_err().to_string();

@@ -78,6 +78,17 @@ impl Solver {
         Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes })
     }
 
+    /// As [`Solver::wins`], giving up after about `node_limit` nodes: the
+    /// probe a search makes at its leaves, without listing winning moves.
+    ///
+    /// # Errors
+    /// The budget ran out; what was learnt stays in the table.
+    pub fn wins_within(&mut self, position: &Position, node_limit: u64) -> Result<bool, Unsolved> {
+        self.nodes = 0;
+        self.node_limit = node_limit;
+        self.wins(position)
+    }
+
     /// Whether the side to move wins `position`.
     ///
     /// # Errors
