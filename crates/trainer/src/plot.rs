@@ -92,7 +92,15 @@ pub fn plot_run(run_dir: &Path, out: &Path, axis: XAxis) -> Result<usize, TrainE
         return Err(TrainError::Other(format!("{}: no iterations recorded yet", run_dir.display())));
     }
     let title = run_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    plot_metrics(&history, &title, out, axis)?;
+    // The teacher bootstrap is training time too: the hours start after it.
+    let start_seconds = match axis {
+        XAxis::Hours => crate::run::find_latest(run_dir)
+            .ok()
+            .and_then(|(_, state, _)| state.bootstrap)
+            .map_or(0.0, |b| b.label_seconds + b.train_seconds),
+        XAxis::Iterations => 0.0,
+    };
+    plot_metrics(&history, &title, out, axis, start_seconds)?;
     Ok(history.len())
 }
 
@@ -101,28 +109,37 @@ pub fn plot_run(run_dir: &Path, out: &Path, axis: XAxis) -> Result<usize, TrainE
 pub enum XAxis {
     /// Training iterations.
     Iterations,
-    /// Hours of training: the summed wall time of the iterations, so a run
-    /// resumed across sessions is measured by the work it took.
+    /// Hours of training: the summed wall time of the iterations (after
+    /// the teacher bootstrap's, if the run had one), so a run resumed across
+    /// sessions is measured by the work it took.
     Hours,
 }
 
-/// Draws `history` to `out` (`.png` or `.svg`).
+/// Draws `history` to `out` (`.png` or `.svg`); on the hours axis the first
+/// iteration starts at `start_seconds` (time spent before it, such as the
+/// teacher bootstrap).
 ///
 /// # Errors
 /// No font, an unknown extension or a drawing failure.
-pub fn plot_metrics(history: &[IterationMetrics], title: &str, out: &Path, axis: XAxis) -> Result<(), TrainError> {
+pub fn plot_metrics(
+    history: &[IterationMetrics],
+    title: &str,
+    out: &Path,
+    axis: XAxis,
+    start_seconds: f64,
+) -> Result<(), TrainError> {
     ensure_font()?;
     let size = (1000, 1200);
     let fail = |e: String| TrainError::Other(format!("drawing {}: {e}", out.display()));
     match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("png") => {
             let root = BitMapBackend::new(out, size).into_drawing_area();
-            draw(&root, history, title, axis).map_err(fail)?;
+            draw(&root, history, title, axis, start_seconds).map_err(fail)?;
             root.present().map_err(|e| fail(e.to_string()))
         }
         Some("svg") => {
             let root = SVGBackend::new(out, size).into_drawing_area();
-            draw(&root, history, title, axis).map_err(fail)?;
+            draw(&root, history, title, axis, start_seconds).map_err(fail)?;
             root.present().map_err(|e| fail(e.to_string()))
         }
         _ => Err(TrainError::Other(format!("{}: the plot is written as .png or .svg", out.display()))),
@@ -131,11 +148,24 @@ pub fn plot_metrics(history: &[IterationMetrics], title: &str, out: &Path, axis:
 
 type Series = (String, Vec<(f64, f64)>);
 
+/// The training hours at the end of each iteration of `history`: the
+/// iterations' summed wall time after `start_seconds`.
+pub fn training_hours(history: &[IterationMetrics], start_seconds: f64) -> Vec<f64> {
+    history
+        .iter()
+        .scan(start_seconds, |seconds, m| {
+            *seconds += m.timing.total_seconds;
+            Some(*seconds / 3600.0)
+        })
+        .collect()
+}
+
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     history: &[IterationMetrics],
     title: &str,
     axis: XAxis,
+    start_seconds: f64,
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -144,18 +174,15 @@ where
     root.fill(&WHITE).map_err(e)?;
     let root = root.titled(&format!("konane training: {title}"), ("sans-serif", 28)).map_err(e)?;
     let panels = root.split_evenly((3, 1));
-    let mut hours = std::collections::HashMap::new();
-    let mut seconds = 0.0;
-    for m in history {
-        seconds += m.timing.total_seconds;
-        hours.insert(m.iteration, seconds / 3600.0);
-    }
+    let hours: std::collections::HashMap<u64, f64> =
+        history.iter().map(|m| m.iteration).zip(training_hours(history, start_seconds)).collect();
     let x = |m: &IterationMetrics| match axis {
         XAxis::Iterations => m.iteration as f64,
         XAxis::Hours => hours[&m.iteration],
     };
     let x_desc = match axis {
         XAxis::Iterations => "iteration",
+        XAxis::Hours if start_seconds > 0.0 => "training hours (teacher bootstrap included)",
         XAxis::Hours => "training hours",
     };
 
@@ -256,4 +283,25 @@ where
         .draw()
         .map_err(e)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Timing;
+
+    #[test]
+    fn training_hours_add_up_after_the_start() {
+        let history: Vec<IterationMetrics> = [1800.0, 3600.0, 900.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &total_seconds)| IterationMetrics {
+                iteration: i as u64 + 1,
+                timing: Timing { total_seconds, ..Timing::default() },
+                ..IterationMetrics::default()
+            })
+            .collect();
+        assert_eq!(training_hours(&history, 0.0), vec![0.5, 1.5, 1.75]);
+        assert_eq!(training_hours(&history, 1800.0), vec![1.0, 2.0, 2.25]);
+    }
 }
