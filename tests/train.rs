@@ -120,8 +120,9 @@ fn a_bad_config_fails_at_start_naming_the_key() {
 }
 
 /// A real SIGINT (what Ctrl-C sends) stops the run at a safe point: the
-/// process exits cleanly, `LATEST` names a complete checkpoint whose
-/// metrics agree with it, and `--resume` carries on from there.
+/// process exits cleanly, `LATEST` names an intact checkpoint (of the last
+/// iteration, or of the stopped one so far) whose metrics agree with it,
+/// and `--resume` carries on from there.
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_at_a_safe_point_and_the_run_resumes() {
@@ -157,10 +158,14 @@ fn ctrl_c_stops_at_a_safe_point_and_the_run_resumes() {
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("Ctrl-C: stopping"), "{stderr}");
     assert!(stdout.contains("(stopped early)") && stdout.contains("konane train --resume"), "{stdout}");
-    let latest = fs::read_to_string(run.join("LATEST")).unwrap();
-    let done: usize =
-        latest.trim().trim_start_matches("checkpoints/iter-").trim_end_matches("/net.knet").parse().unwrap();
-    assert!(done >= 1 && done < 1000, "{latest}");
+    // LATEST names the last finished iteration, or the stopped one when the
+    // stop came after its self-play (then checkpointed part-way).
+    let (latest, state, skipped) = konane_trainer::run::find_latest(&run).unwrap();
+    assert!(skipped.is_empty(), "{skipped:?}");
+    let done = state.iteration as usize;
+    assert!(done >= 1 && done < 1000, "{state:?}");
+    assert_eq!(latest, run.join("checkpoints").join(format!("iter-{:06}", state.checkpoint_number())));
+    assert_eq!(state.partial.is_some(), stderr.contains("are checkpointed"), "{stderr}");
     assert_eq!(fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().count(), done);
     assert!(
         !fs::read_dir(run.join("checkpoints")).unwrap().any(|e| e

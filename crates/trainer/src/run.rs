@@ -29,8 +29,9 @@ use serde::{Deserialize, Serialize};
 use crate::TrainError;
 use crate::metrics::IterationMetrics;
 
-/// Version of `state.json`.
-pub const STATE_VERSION: u32 = 1;
+/// Version of `state.json` this build writes. Version 2 added `partial`
+/// (a checkpoint in the middle of an iteration); version 1 files still load.
+pub const STATE_VERSION: u32 = 2;
 /// Network file name inside a checkpoint.
 pub const NET_FILE: &str = "net.knet";
 /// Best-network file (gating) inside a checkpoint.
@@ -68,8 +69,44 @@ pub struct RunState {
     pub bootstrap: Option<crate::bootstrap::BootstrapReport>,
     /// Every iteration's metrics so far.
     pub metrics: Vec<IterationMetrics>,
+    /// An iteration stopped (Ctrl-C) after its self-play: this checkpoint
+    /// holds its games (in the replay window) and whatever training it did;
+    /// a resume continues it from there.
+    #[serde(default)]
+    pub partial: Option<PartialIteration>,
     /// CRC-32 of each file of the checkpoint, by name.
     pub files: BTreeMap<String, u32>,
+}
+
+impl RunState {
+    /// The number of the checkpoint this state belongs in: the last complete
+    /// iteration, or the one in progress when it was stopped part-way.
+    pub fn checkpoint_number(&self) -> u64 {
+        self.partial.as_ref().map_or(self.iteration, |p| p.iteration)
+    }
+}
+
+/// What a checkpoint written in the middle of an iteration (Ctrl-C after
+/// its self-play) must remember to finish it exactly as an uninterrupted
+/// run would: the network and optimizer files hold the training so far, the
+/// replay file the iteration's games.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PartialIteration {
+    /// The iteration in progress (one more than the state's `iteration`).
+    pub iteration: u64,
+    /// Its metrics so far: the self-play figures and timings, and the
+    /// training steps taken (`train_steps`).
+    pub metrics: IterationMetrics,
+    /// Whether its training is finished (the stop came during evaluation).
+    pub trained: bool,
+    /// Sums over the steps taken of the policy loss, value loss, policy
+    /// entropy and target entropy (their means are the metrics).
+    pub loss_sums: [f64; 4],
+    /// Samples trained on so far.
+    pub trained_samples: u64,
+    /// Wall time spent on the iteration before the stop.
+    pub seconds: f64,
 }
 
 /// The directory of checkpoint `iteration`.
@@ -121,7 +158,7 @@ pub fn commit_checkpoint(run: &Path, partial: &Path, state: &mut RunState) -> Re
             file.sync_all().map_err(|e| TrainError::io(&path, e))?;
         }
     }
-    let dir = checkpoint_dir(run, state.iteration);
+    let dir = checkpoint_dir(run, state.checkpoint_number());
     if dir.exists() {
         fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
     }
@@ -154,8 +191,8 @@ pub fn verify_checkpoint(dir: &Path) -> Result<RunState, TrainError> {
         return Err(damaged("checksum mismatch".into()));
     }
     let state: RunState = serde_json::from_str(json).map_err(|e| damaged(format!("unreadable: {e}")))?;
-    if state.format != STATE_VERSION {
-        return Err(damaged(format!("state version {}, this build reads {STATE_VERSION}", state.format)));
+    if !(1..=STATE_VERSION).contains(&state.format) {
+        return Err(damaged(format!("state version {}, this build reads 1 to {STATE_VERSION}", state.format)));
     }
     for required in [NET_FILE, OPTIMIZER_FILE, REPLAY_FILE] {
         if !state.files.contains_key(required) {

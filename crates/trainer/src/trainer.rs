@@ -22,7 +22,7 @@ use crate::config::{Resolved, TrainConfig};
 use crate::evaluation;
 use crate::metrics::{self, IterationMetrics, Timing};
 use crate::replay::{ReplayBuffer, StepPlan};
-use crate::run::{self, BEST_FILE, NET_FILE, OPTIMIZER_FILE, REPLAY_FILE, RunState};
+use crate::run::{self, BEST_FILE, NET_FILE, OPTIMIZER_FILE, PartialIteration, REPLAY_FILE, RunState};
 use crate::selfplay::{self, SelfPlayJob, derive_seed};
 
 /// How to start (or continue) a run.
@@ -42,12 +42,17 @@ pub struct TrainOptions {
     pub iterations: Option<u64>,
     /// Draw progress bars on stderr.
     pub progress: bool,
-    /// Raised by Ctrl-C: the loop abandons the iteration in progress (the
-    /// previous iteration's checkpoint is already complete) and returns.
+    /// Raised by Ctrl-C: the loop stops at the next safe point (between
+    /// self-play batches, training steps or evaluation matches). Stopped
+    /// during self-play it keeps the previous iteration's checkpoint; later
+    /// it checkpoints the iteration so far, which a resume finishes.
     pub stop: Arc<AtomicBool>,
     /// Stop cleanly after this iteration's checkpoint, as a Ctrl-C between
     /// iterations would (tests and scripted runs).
     pub stop_after: Option<u64>,
+    /// Raise `stop` once this many training steps have been taken in all
+    /// (tests of the mid-iteration checkpoint).
+    pub stop_at_step: Option<u64>,
 }
 
 impl Default for TrainOptions {
@@ -62,6 +67,7 @@ impl Default for TrainOptions {
             progress: false,
             stop: Arc::new(AtomicBool::new(false)),
             stop_after: None,
+            stop_at_step: None,
         }
     }
 }
@@ -102,6 +108,8 @@ struct Loop {
     pool: rayon::ThreadPool,
     /// The evaluation opponents, `resolved.opponents` in order.
     opponents: Vec<Box<dyn PlayerFactory>>,
+    /// See [`TrainOptions::stop_at_step`].
+    stop_at_step: Option<u64>,
 }
 
 /// burn seeds its initialisers per device, process-wide, and loading a
@@ -159,8 +167,7 @@ pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
             None => {
                 stopped = true;
                 tracing::warn!(
-                    "stopped during iteration {iteration}; checkpoint {} is complete: continue with `konane train --resume {}`",
-                    lp.state.iteration,
+                    "stopped during iteration {iteration}: continue with `konane train --resume {}`",
                     lp.run_dir.display()
                 );
                 break;
@@ -285,6 +292,7 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
         stop: options.stop.clone(),
         pool: pool(resolved.threads)?,
         opponents,
+        stop_at_step: options.stop_at_step,
         resolved,
         run_dir,
         config,
@@ -347,13 +355,14 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
         net.clone()
     };
     // Later checkpoints (damaged, or from the lost iteration) are rewritten.
-    run::drop_newer(dir, state.iteration)?;
+    run::drop_newer(dir, state.checkpoint_number())?;
     let metrics_path = dir.join("metrics.jsonl");
     let on_disk = metrics::read(&metrics_path).unwrap_or_default();
     metrics::rewrite(&metrics_path, &metrics::resume_history(&state.metrics, &on_disk))?;
     let lp = Loop {
         pool: pool(resolved.threads)?,
         opponents: player_factories(&resolved.opponents, config.backend)?,
+        stop_at_step: options.stop_at_step,
         config,
         resolved,
         run_dir: dir.to_path_buf(),
@@ -409,13 +418,138 @@ impl Loop {
         self.config.iterations * self.config.training.steps
     }
 
-    /// One iteration; `None` if stopped before its checkpoint.
+    /// One iteration; `None` if stopped first (after its self-play, a
+    /// checkpoint of the iteration so far is written).
     fn iteration(&mut self, iteration: u64, run_started: Instant) -> Result<Option<IterationMetrics>, TrainError> {
         let started = Instant::now();
         let config = self.config.clone();
-        let threads = self.resolved.threads;
+        // A run stopped part-way resumes after the phases it checkpointed.
+        let resumed = self.state.partial.take().filter(|p| p.iteration == iteration);
+        let mut partial = match resumed {
+            Some(partial) => partial,
+            None => match self.self_play(iteration, &config) {
+                Some(partial) => partial,
+                None => return Ok(None),
+            },
+        };
 
-        // Self-play.
+        // Training.
+        let train_started = Instant::now();
+        if !partial.trained && self.replay.len() >= config.replay.min_samples {
+            let training = &config.training;
+            let done = partial.metrics.train_steps;
+            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
+            // Steps taken before a stop: draw their batches again, so the
+            // stream continues where it stopped.
+            for _ in 0..done {
+                self.replay.sample_batch(training.batch_size, config.replay.augment, &mut rng);
+            }
+            let bar = self.bar(training.steps, "training");
+            bar.set_position(done);
+            let [mut policy, mut value, mut entropy, mut target_entropy] = partial.loss_sums;
+            let (first_step, total_steps) = (self.state.steps, self.total_steps());
+            let plan = StepPlan {
+                steps: training.steps - done,
+                batch_size: training.batch_size,
+                augment: config.replay.augment,
+                stop: &self.stop,
+            };
+            let (stop, stop_at_step) = (&self.stop, self.stop_at_step);
+            let m = &mut partial.metrics;
+            let trained_samples = &mut partial.trained_samples;
+            let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
+            let finished = pool.install(|| {
+                let lr = |k| training.lr_at(first_step + k, total_steps);
+                replay.train(learner, &plan, &mut rng, lr, |k, lr, batch_len, losses| {
+                    m.train_steps += 1;
+                    m.lr = lr;
+                    *trained_samples += batch_len as u64;
+                    policy += losses.policy as f64;
+                    value += losses.value as f64;
+                    entropy += losses.policy_entropy as f64;
+                    target_entropy += losses.target_entropy as f64;
+                    bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
+                    bar.inc(1);
+                    if stop_at_step == Some(first_step + k + 1) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                })
+            });
+            self.state.steps += partial.metrics.train_steps - done;
+            partial.loss_sums = [policy, value, entropy, target_entropy];
+            partial.metrics.timing.train_seconds += train_started.elapsed().as_secs_f64();
+            self.net = self.learner.inference_net(&config.backend.device());
+            if !finished {
+                bar.abandon();
+                return self.stop_partial(partial, started);
+            }
+            bar.finish_and_clear();
+        } else if !partial.trained {
+            tracing::info!(
+                samples = self.replay.len(),
+                needed = config.replay.min_samples,
+                "replay window still filling: no training"
+            );
+        }
+        if !partial.trained {
+            partial.trained = true;
+            let m = &mut partial.metrics;
+            let steps = m.train_steps.max(1) as f64;
+            let [policy, value, entropy, target_entropy] = partial.loss_sums;
+            (m.policy_loss, m.value_loss, m.policy_entropy) = (policy / steps, value / steps, entropy / steps);
+            m.target_entropy = target_entropy / steps;
+            m.total_steps = self.state.steps;
+            m.timing.train_samples_per_second = partial.trained_samples as f64 / m.timing.train_seconds.max(1e-9);
+        }
+
+        // Evaluation.
+        let eval_started = Instant::now();
+        if iteration % config.evaluation.every == 0 || iteration == config.iterations {
+            // Loaded only for an evaluation: skipped iterations read nothing.
+            let previous = if config.evaluation.gating { self.best.clone() } else { self.previous_net()? };
+            let before = (self.state.elo_chain, self.state.best_iteration, self.best.clone());
+            let mut m = partial.metrics.clone();
+            if !self.evaluate(iteration, &previous, &mut m)? {
+                // The resume plays the whole evaluation again.
+                (self.state.elo_chain, self.state.best_iteration, self.best) = before;
+                return self.stop_partial(partial, started);
+            }
+            partial.metrics = m;
+        }
+        let eval_seconds = eval_started.elapsed().as_secs_f64();
+
+        // Checkpoint.
+        self.state.iteration = iteration;
+        let checkpoint_started = Instant::now();
+        let earlier_seconds = partial.seconds;
+        let mut m = partial.metrics;
+        m.timing.eval_seconds = eval_seconds;
+        self.state.metrics.push(m);
+        self.checkpoint()?;
+        let checkpoint_seconds = checkpoint_started.elapsed().as_secs_f64();
+        let total = earlier_seconds + started.elapsed().as_secs_f64();
+        let m = self.state.metrics.last_mut().expect("just pushed");
+        m.timing.checkpoint_seconds = checkpoint_seconds;
+        m.timing.total_seconds = total;
+        m.timing.selfplay_share = m.timing.selfplay_seconds / total;
+        m.timing.train_share = m.timing.train_seconds / total;
+        m.timing.eval_share = eval_seconds / total;
+        m.timing.elapsed_seconds = run_started.elapsed().as_secs_f64();
+        (m.timing.rss_mib, m.timing.peak_rss_mib) = crate::metrics::memory_mib();
+        // The line is appended after the checkpoint: a kill in between loses
+        // it from metrics.jsonl only until the resume rewrites the file from
+        // the checkpoint (whose copy has the timings of the write before).
+        let m = m.clone();
+        metrics::append(&self.run_dir.join("metrics.jsonl"), &m)?;
+        Ok(Some(m))
+    }
+
+    /// The iteration's self-play: its games go into the replay window and
+    /// their figures into the returned record; `None` if stopped (the
+    /// games so far are dropped: a game's moves depend on the batches it
+    /// shared, so only whole self-play phases replay exactly).
+    fn self_play(&mut self, iteration: u64, config: &TrainConfig) -> Option<PartialIteration> {
+        let started = Instant::now();
         let bar = self.bar(config.selfplay.games as u64, "self-play");
         let finished = AtomicUsize::new(0);
         let plies = AtomicUsize::new(0);
@@ -427,7 +561,7 @@ impl Loop {
             sizes: &self.resolved.sizes,
             seed: config.seed,
             iteration,
-            threads,
+            threads: self.resolved.threads,
             stop: &self.stop,
             on_game: &|game| {
                 let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
@@ -438,17 +572,14 @@ impl Loop {
         };
         let Some((games, stats)) = selfplay::play_games(&job) else {
             bar.abandon();
-            return Ok(None);
+            return None;
         };
         bar.finish_and_clear();
-        let selfplay_seconds = started.elapsed().as_secs_f64();
+        let seconds = started.elapsed().as_secs_f64();
         let n_games = games.len();
         self.replay.extend(games.into_iter().flat_map(|g| g.samples));
         self.state.games += n_games as u64;
-
-        // Training.
-        let train_started = Instant::now();
-        let mut m = IterationMetrics {
+        let metrics = IterationMetrics {
             iteration,
             games: n_games,
             samples: stats.samples,
@@ -459,99 +590,37 @@ impl Loop {
             solved_samples: stats.solved,
             solver_disagreement: stats.solver_disagreed as f64 / stats.solved.max(1) as f64,
             elo_chain: self.state.elo_chain,
+            total_steps: self.state.steps,
+            timing: Timing {
+                selfplay_seconds: seconds,
+                selfplay_positions_per_second: stats.moves as f64 / seconds.max(1e-9),
+                selfplay_games_per_second: n_games as f64 / seconds.max(1e-9),
+                selfplay_evaluations_per_second: stats.evaluations as f64 / seconds.max(1e-9),
+                ..Timing::default()
+            },
             ..IterationMetrics::default()
         };
-        let mut trained_samples = 0u64;
-        if self.replay.len() >= config.replay.min_samples {
-            let bar = self.bar(config.training.steps, "training");
-            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
-            let (mut policy, mut value, mut entropy, mut target_entropy) = (0.0, 0.0, 0.0, 0.0);
-            let (first_step, total_steps) = (self.state.steps, self.total_steps());
-            let training = &config.training;
-            let plan = StepPlan {
-                steps: training.steps,
-                batch_size: training.batch_size,
-                augment: config.replay.augment,
-                stop: &self.stop,
-            };
-            let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
-            let finished = pool.install(|| {
-                let lr = |k| training.lr_at(first_step + k, total_steps);
-                replay.train(learner, &plan, &mut rng, lr, |_, lr, batch_len, losses| {
-                    m.train_steps += 1;
-                    m.lr = lr;
-                    trained_samples += batch_len as u64;
-                    policy += losses.policy as f64;
-                    value += losses.value as f64;
-                    entropy += losses.policy_entropy as f64;
-                    target_entropy += losses.target_entropy as f64;
-                    bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
-                    bar.inc(1);
-                })
-            });
-            self.state.steps += m.train_steps;
-            if !finished {
-                bar.abandon();
-                return Ok(None);
-            }
-            bar.finish_and_clear();
-            let steps = m.train_steps.max(1) as f64;
-            (m.policy_loss, m.value_loss, m.policy_entropy) = (policy / steps, value / steps, entropy / steps);
-            m.target_entropy = target_entropy / steps;
-            self.net = self.learner.inference_net(&config.backend.device());
-        } else {
-            tracing::info!(
-                samples = self.replay.len(),
-                needed = config.replay.min_samples,
-                "replay window still filling: no training"
-            );
-        }
-        m.total_steps = self.state.steps;
-        let train_seconds = train_started.elapsed().as_secs_f64();
+        Some(PartialIteration { iteration, metrics, ..PartialIteration::default() })
+    }
 
-        // Evaluation.
-        let eval_started = Instant::now();
-        if iteration % config.evaluation.every == 0 || iteration == config.iterations {
-            // Loaded only for an evaluation: skipped iterations read nothing.
-            let previous = if config.evaluation.gating { self.best.clone() } else { self.previous_net()? };
-            if !self.evaluate(iteration, &previous, &mut m)? {
-                return Ok(None);
-            }
-        }
-        let eval_seconds = eval_started.elapsed().as_secs_f64();
-
-        // Checkpoint.
-        self.state.iteration = iteration;
-        let checkpoint_started = Instant::now();
-        let total = started.elapsed().as_secs_f64();
-        m.timing = Timing {
-            selfplay_seconds,
-            train_seconds,
-            eval_seconds,
-            selfplay_positions_per_second: stats.moves as f64 / selfplay_seconds.max(1e-9),
-            selfplay_games_per_second: n_games as f64 / selfplay_seconds.max(1e-9),
-            selfplay_evaluations_per_second: stats.evaluations as f64 / selfplay_seconds.max(1e-9),
-            train_samples_per_second: trained_samples as f64 / train_seconds.max(1e-9),
-            ..Timing::default()
-        };
-        self.state.metrics.push(m);
+    /// Writes a checkpoint of the iteration so far (stopped after its
+    /// self-play) and reports the stop.
+    fn stop_partial(
+        &mut self,
+        mut partial: PartialIteration,
+        started: Instant,
+    ) -> Result<Option<IterationMetrics>, TrainError> {
+        partial.seconds += started.elapsed().as_secs_f64();
+        let (iteration, steps, trained) = (partial.iteration, partial.metrics.train_steps, partial.trained);
+        self.state.partial = Some(partial);
         self.checkpoint()?;
-        let checkpoint_seconds = checkpoint_started.elapsed().as_secs_f64();
-        let total = total + checkpoint_seconds;
-        let m = self.state.metrics.last_mut().expect("just pushed");
-        m.timing.checkpoint_seconds = checkpoint_seconds;
-        m.timing.total_seconds = total;
-        m.timing.selfplay_share = selfplay_seconds / total;
-        m.timing.train_share = train_seconds / total;
-        m.timing.eval_share = eval_seconds / total;
-        m.timing.elapsed_seconds = run_started.elapsed().as_secs_f64();
-        (m.timing.rss_mib, m.timing.peak_rss_mib) = crate::metrics::memory_mib();
-        // The line is appended after the checkpoint: a kill in between loses
-        // it from metrics.jsonl only until the resume rewrites the file from
-        // the checkpoint (whose copy has the timings of the write before).
-        let m = m.clone();
-        metrics::append(&self.run_dir.join("metrics.jsonl"), &m)?;
-        Ok(Some(m))
+        let done = if trained {
+            "self-play and training".to_string()
+        } else {
+            format!("self-play and {steps} training steps")
+        };
+        tracing::warn!("stopped during iteration {iteration}: its {done} are checkpointed");
+        Ok(None)
     }
 
     /// The network of the previous checkpoint, for the match against it.
@@ -608,7 +677,8 @@ impl Loop {
     /// Writes checkpoint `state.iteration` and prunes old ones.
     fn checkpoint(&mut self) -> Result<(), TrainError> {
         let iteration = self.state.iteration;
-        let partial = run::begin_checkpoint(&self.run_dir, iteration)?;
+        let number = self.state.checkpoint_number();
+        let partial = run::begin_checkpoint(&self.run_dir, number)?;
         let header = NetHeader {
             format: checkpoint::FORMAT_VERSION,
             net: self.config.network.net_config(),
@@ -625,7 +695,7 @@ impl Loop {
         self.learner.save_optimizer(&partial.join(OPTIMIZER_FILE))?;
         self.replay.save(&partial.join(REPLAY_FILE))?;
         run::commit_checkpoint(&self.run_dir, &partial, &mut self.state)?;
-        run::prune(&self.run_dir, self.config.checkpoint.keep_last, self.config.checkpoint.keep_every, iteration)?;
+        run::prune(&self.run_dir, self.config.checkpoint.keep_last, self.config.checkpoint.keep_every, number)?;
         Ok(())
     }
 }

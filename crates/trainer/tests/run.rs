@@ -174,6 +174,36 @@ fn interrupted_and_resumed_equals_uninterrupted() {
     assert!(replay(&straight) == replay(&interrupted), "replay windows differ");
 }
 
+/// Ctrl-C after an iteration's self-play checkpoints the iteration so far;
+/// the resume finishes it and the run ends as if never stopped.
+#[test]
+fn stopped_mid_iteration_resumes_to_the_same_run() {
+    let root = temp();
+    let straight = root.path().join("straight");
+    train(options(Some(tiny(3)), &straight)).unwrap();
+    // Iteration 1 takes steps 1-3; iteration 2 steps 4-6.
+    for (name, stop_at_step, trained) in [("in-training", 4, false), ("in-evaluation", 6, true)] {
+        let dir = root.path().join(name);
+        let first = train(TrainOptions { stop_at_step: Some(stop_at_step), ..options(Some(tiny(3)), &dir) }).unwrap();
+        assert!(first.stopped, "{name}");
+        assert_eq!(first.iterations, 1, "{name}");
+        let (latest, state, skipped) = run::find_latest(&dir).unwrap();
+        assert!(skipped.is_empty(), "{name}: {skipped:?}");
+        assert_eq!(latest, run::checkpoint_dir(&dir, 2), "{name}: LATEST names the stopped iteration");
+        let partial = state.partial.expect("a mid-iteration checkpoint");
+        assert_eq!((state.iteration, partial.iteration, partial.trained), (1, 2, trained), "{name}");
+        assert_eq!(partial.metrics.train_steps, if trained { 3 } else { 1 }, "{name}");
+        assert_eq!(metrics_without_timing(&dir).len(), 1, "{name}: only finished iterations have lines");
+
+        let second = train(resume_options(&dir)).unwrap();
+        assert_eq!(second.iterations, 3, "{name}");
+        assert_eq!(metrics_without_timing(&straight), metrics_without_timing(&dir), "{name}");
+        assert!(same(&latest_net(&straight), &latest_net(&dir)), "{name}: final networks differ");
+        let replay = |d: &Path| fs::read(d.join("checkpoints/iter-000003").join(REPLAY_FILE)).unwrap();
+        assert!(replay(&straight) == replay(&dir), "{name}: replay windows differ");
+    }
+}
+
 #[test]
 fn a_damaged_latest_checkpoint_falls_back_to_the_previous_one() {
     let root = temp();
@@ -283,4 +313,30 @@ fn the_teacher_bootstrap_learns_the_teachers_moves_and_stops_on_request() {
     );
     stop.store(true, Ordering::Relaxed);
     assert!(bootstrap::run(&mut learner(), &teacher, &config, &training, &sizes, 3, &stop, &on_step).is_none());
+}
+
+#[test]
+fn state_files_of_older_versions_load_and_newer_ones_are_refused() {
+    let root = temp();
+    let dir = root.path().join("run");
+    train(options(Some(tiny(1)), &dir)).unwrap();
+    let checkpoint = run::checkpoint_dir(&dir, 1);
+    let path = checkpoint.join(run::STATE_FILE);
+    let original = fs::read_to_string(&path).unwrap();
+    // Rewrites state.json as `edit` makes it, with a valid checksum line.
+    let rewrite = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut json: serde_json::Value = serde_json::from_str(original.lines().next().unwrap()).unwrap();
+        edit(&mut json);
+        let text = json.to_string();
+        fs::write(&path, format!("{text}\ncrc32 {:08x}\n", crc32fast::hash(text.as_bytes()))).unwrap();
+    };
+    rewrite(&|json| {
+        json["format"] = 1.into();
+        json.as_object_mut().unwrap().remove("partial");
+    });
+    let state = run::verify_checkpoint(&checkpoint).expect("a version-1 state loads");
+    assert_eq!((state.iteration, state.partial), (1, None));
+    rewrite(&|json| json["format"] = 99.into());
+    let error = run::verify_checkpoint(&checkpoint).unwrap_err().to_string();
+    assert!(error.contains("state version 99"), "{error}");
 }
