@@ -89,22 +89,31 @@ impl RunState {
 /// What a checkpoint written in the middle of an iteration (Ctrl-C after
 /// its self-play) must remember to finish it exactly as an uninterrupted
 /// run would: the network and optimizer files hold the training so far, the
-/// replay file the iteration's games.
+/// replay file the iteration's games. Only integers and bit patterns feed
+/// the metrics (a JSON number need not read back to its last bit); the
+/// seconds are timings, which never compare exactly anyway.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PartialIteration {
     /// The iteration in progress (one more than the state's `iteration`).
     pub iteration: u64,
-    /// Its metrics so far: the self-play figures and timings, and the
-    /// training steps taken (`train_steps`).
-    pub metrics: IterationMetrics,
+    /// Its self-play totals.
+    pub selfplay: crate::selfplay::SelfPlayStats,
+    /// Samples in the replay window after the self-play.
+    pub replay_size: usize,
+    /// Training steps taken.
+    pub train_steps: u64,
     /// Whether its training is finished (the stop came during evaluation).
     pub trained: bool,
-    /// Sums over the steps taken of the policy loss, value loss, policy
-    /// entropy and target entropy (their means are the metrics).
-    pub loss_sums: [f64; 4],
+    /// `f64::to_bits` of the sums over the steps taken of the policy loss,
+    /// value loss, policy entropy and target entropy.
+    pub loss_sums: [u64; 4],
     /// Samples trained on so far.
     pub trained_samples: u64,
+    /// Seconds of self-play.
+    pub selfplay_seconds: f64,
+    /// Seconds of training so far.
+    pub train_seconds: f64,
     /// Wall time spent on the iteration before the stop.
     pub seconds: f64,
 }
@@ -159,8 +168,16 @@ pub fn commit_checkpoint(run: &Path, partial: &Path, state: &mut RunState) -> Re
         }
     }
     let dir = checkpoint_dir(run, state.checkpoint_number());
+    // A checkpoint of the same number (the iteration's part-way one) is
+    // moved aside, not deleted, until the new one is in place.
+    let mut old = dir.clone().into_os_string();
+    old.push(".old");
+    let old = PathBuf::from(old);
     if dir.exists() {
-        fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+        if old.exists() {
+            fs::remove_dir_all(&old).map_err(|e| TrainError::io(&old, e))?;
+        }
+        fs::rename(&dir, &old).map_err(|e| TrainError::io(&dir, e))?;
     }
     fs::rename(partial, &dir).map_err(|e| TrainError::io(&dir, e))?;
     if let Ok(parent) = fs::File::open(dir.parent().expect("checkpoints/")) {
@@ -168,6 +185,9 @@ pub fn commit_checkpoint(run: &Path, partial: &Path, state: &mut RunState) -> Re
     }
     let relative = dir.strip_prefix(run).expect("inside the run").join(NET_FILE);
     checkpoint::set_latest(run, &relative)?;
+    if old.exists() {
+        fs::remove_dir_all(&old).map_err(|e| TrainError::io(&old, e))?;
+    }
     Ok(dir)
 }
 
@@ -269,7 +289,7 @@ pub fn prune(run: &Path, keep_last: usize, keep_every: u64, keep: u64) -> Result
 }
 
 /// Deletes checkpoints newer than `iteration` (a resumed run rewrites them)
-/// and any unfinished `.partial` directory.
+/// and any unfinished `.partial` or replaced `.old` directory.
 ///
 /// # Errors
 /// I/O failure.
@@ -277,7 +297,7 @@ pub fn drop_newer(run: &Path, iteration: u64) -> Result<(), TrainError> {
     for entry in fs::read_dir(run.join("checkpoints")).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
         let newer = name.strip_prefix("iter-").and_then(|n| n.parse::<u64>().ok()).is_some_and(|i| i > iteration);
-        if newer || name.ends_with(".partial") {
+        if newer || name.ends_with(".partial") || name.ends_with(".old") {
             fs::remove_dir_all(entry.path()).map_err(|e| TrainError::io(&entry.path(), e))?;
         }
     }

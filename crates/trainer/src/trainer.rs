@@ -358,7 +358,9 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
     run::drop_newer(dir, state.checkpoint_number())?;
     let metrics_path = dir.join("metrics.jsonl");
     let on_disk = metrics::read(&metrics_path).unwrap_or_default();
-    metrics::rewrite(&metrics_path, &metrics::resume_history(&state.metrics, &on_disk))?;
+    let mut state = state;
+    state.metrics = metrics::resume_history(&state.metrics, &on_disk);
+    metrics::rewrite(&metrics_path, &state.metrics)?;
     let lp = Loop {
         pool: pool(resolved.threads)?,
         opponents: player_factories(&resolved.opponents, config.backend)?,
@@ -437,7 +439,7 @@ impl Loop {
         let train_started = Instant::now();
         if !partial.trained && self.replay.len() >= config.replay.min_samples {
             let training = &config.training;
-            let done = partial.metrics.train_steps;
+            let done = partial.train_steps;
             let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
             // Steps taken before a stop: draw their batches again, so the
             // stream continues where it stopped.
@@ -446,28 +448,28 @@ impl Loop {
             }
             let bar = self.bar(training.steps, "training");
             bar.set_position(done);
-            let [mut policy, mut value, mut entropy, mut target_entropy] = partial.loss_sums;
+            let mut sums = partial.loss_sums.map(f64::from_bits);
             let (first_step, total_steps) = (self.state.steps, self.total_steps());
             let plan = StepPlan {
-                steps: training.steps - done,
+                // An override may have lowered the steps below those taken.
+                steps: training.steps.saturating_sub(done),
                 batch_size: training.batch_size,
                 augment: config.replay.augment,
                 stop: &self.stop,
             };
             let (stop, stop_at_step) = (&self.stop, self.stop_at_step);
-            let m = &mut partial.metrics;
-            let trained_samples = &mut partial.trained_samples;
+            let (mut taken, mut trained_samples) = (0u64, 0u64);
             let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
             let finished = pool.install(|| {
                 let lr = |k| training.lr_at(first_step + k, total_steps);
-                replay.train(learner, &plan, &mut rng, lr, |k, lr, batch_len, losses| {
-                    m.train_steps += 1;
-                    m.lr = lr;
-                    *trained_samples += batch_len as u64;
-                    policy += losses.policy as f64;
-                    value += losses.value as f64;
-                    entropy += losses.policy_entropy as f64;
-                    target_entropy += losses.target_entropy as f64;
+                replay.train(learner, &plan, &mut rng, lr, |k, _, batch_len, losses| {
+                    taken += 1;
+                    trained_samples += batch_len as u64;
+                    for (sum, loss) in
+                        sums.iter_mut().zip([losses.policy, losses.value, losses.policy_entropy, losses.target_entropy])
+                    {
+                        *sum += loss as f64;
+                    }
                     bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
                     bar.inc(1);
                     if stop_at_step == Some(first_step + k + 1) {
@@ -475,9 +477,11 @@ impl Loop {
                     }
                 })
             });
-            self.state.steps += partial.metrics.train_steps - done;
-            partial.loss_sums = [policy, value, entropy, target_entropy];
-            partial.metrics.timing.train_seconds += train_started.elapsed().as_secs_f64();
+            self.state.steps += taken;
+            partial.train_steps += taken;
+            partial.trained_samples += trained_samples;
+            partial.loss_sums = sums.map(f64::to_bits);
+            partial.train_seconds += train_started.elapsed().as_secs_f64();
             self.net = self.learner.inference_net(&config.backend.device());
             if !finished {
                 bar.abandon();
@@ -491,16 +495,8 @@ impl Loop {
                 "replay window still filling: no training"
             );
         }
-        if !partial.trained {
-            partial.trained = true;
-            let m = &mut partial.metrics;
-            let steps = m.train_steps.max(1) as f64;
-            let [policy, value, entropy, target_entropy] = partial.loss_sums;
-            (m.policy_loss, m.value_loss, m.policy_entropy) = (policy / steps, value / steps, entropy / steps);
-            m.target_entropy = target_entropy / steps;
-            m.total_steps = self.state.steps;
-            m.timing.train_samples_per_second = partial.trained_samples as f64 / m.timing.train_seconds.max(1e-9);
-        }
+        partial.trained = true;
+        let mut m = self.metrics_of(&partial);
 
         // Evaluation.
         let eval_started = Instant::now();
@@ -508,26 +504,22 @@ impl Loop {
             // Loaded only for an evaluation: skipped iterations read nothing.
             let previous = if config.evaluation.gating { self.best.clone() } else { self.previous_net()? };
             let before = (self.state.elo_chain, self.state.best_iteration, self.best.clone());
-            let mut m = partial.metrics.clone();
             if !self.evaluate(iteration, &previous, &mut m)? {
                 // The resume plays the whole evaluation again.
                 (self.state.elo_chain, self.state.best_iteration, self.best) = before;
                 return self.stop_partial(partial, started);
             }
-            partial.metrics = m;
         }
         let eval_seconds = eval_started.elapsed().as_secs_f64();
 
         // Checkpoint.
         self.state.iteration = iteration;
         let checkpoint_started = Instant::now();
-        let earlier_seconds = partial.seconds;
-        let mut m = partial.metrics;
         m.timing.eval_seconds = eval_seconds;
         self.state.metrics.push(m);
         self.checkpoint()?;
         let checkpoint_seconds = checkpoint_started.elapsed().as_secs_f64();
-        let total = earlier_seconds + started.elapsed().as_secs_f64();
+        let total = partial.seconds + started.elapsed().as_secs_f64();
         let m = self.state.metrics.last_mut().expect("just pushed");
         m.timing.checkpoint_seconds = checkpoint_seconds;
         m.timing.total_seconds = total;
@@ -544,10 +536,53 @@ impl Loop {
         Ok(Some(m))
     }
 
+    /// The iteration's record from its self-play and training (evaluation
+    /// and the final timings are added after).
+    fn metrics_of(&self, partial: &PartialIteration) -> IterationMetrics {
+        let (stats, games) = (&partial.selfplay, partial.selfplay.games.max(1) as f64);
+        let steps = partial.train_steps.max(1) as f64;
+        let [policy, value, entropy, target_entropy] = partial.loss_sums.map(|bits| f64::from_bits(bits) / steps);
+        let seconds = partial.selfplay_seconds.max(1e-9);
+        IterationMetrics {
+            iteration: partial.iteration,
+            games: stats.games,
+            samples: stats.samples,
+            replay_size: partial.replay_size,
+            mean_game_length: stats.moves as f64 / games,
+            black_win_rate: stats.black_wins as f64 / games,
+            mean_batch: stats.evaluations as f64 / stats.batches.max(1) as f64,
+            solved_samples: stats.solved,
+            solver_disagreement: stats.solver_disagreed as f64 / stats.solved.max(1) as f64,
+            train_steps: partial.train_steps,
+            total_steps: self.state.steps,
+            // The rate of the last step taken.
+            lr: if partial.train_steps > 0 {
+                self.config.training.lr_at(self.state.steps - 1, self.total_steps())
+            } else {
+                0.0
+            },
+            policy_loss: policy,
+            value_loss: value,
+            policy_entropy: entropy,
+            target_entropy,
+            elo_chain: self.state.elo_chain,
+            timing: Timing {
+                selfplay_seconds: partial.selfplay_seconds,
+                train_seconds: partial.train_seconds,
+                selfplay_positions_per_second: stats.moves as f64 / seconds,
+                selfplay_games_per_second: stats.games as f64 / seconds,
+                selfplay_evaluations_per_second: stats.evaluations as f64 / seconds,
+                train_samples_per_second: partial.trained_samples as f64 / partial.train_seconds.max(1e-9),
+                ..Timing::default()
+            },
+            ..IterationMetrics::default()
+        }
+    }
+
     /// The iteration's self-play: its games go into the replay window and
-    /// their figures into the returned record; `None` if stopped (the
-    /// games so far are dropped: a game's moves depend on the batches it
-    /// shared, so only whole self-play phases replay exactly).
+    /// their totals into the returned record; `None` if stopped (the games
+    /// so far are dropped: a game's moves depend on the batches it shared,
+    /// so only whole self-play phases replay exactly).
     fn self_play(&mut self, iteration: u64, config: &TrainConfig) -> Option<PartialIteration> {
         let started = Instant::now();
         let bar = self.bar(config.selfplay.games as u64, "self-play");
@@ -570,37 +605,21 @@ impl Loop {
                 bar.inc(1);
             },
         };
-        let Some((games, stats)) = selfplay::play_games(&job) else {
+        let Some((games, mut stats)) = selfplay::play_games(&job) else {
             bar.abandon();
             return None;
         };
         bar.finish_and_clear();
-        let seconds = started.elapsed().as_secs_f64();
-        let n_games = games.len();
+        stats.games = games.len();
         self.replay.extend(games.into_iter().flat_map(|g| g.samples));
-        self.state.games += n_games as u64;
-        let metrics = IterationMetrics {
+        self.state.games += stats.games as u64;
+        Some(PartialIteration {
             iteration,
-            games: n_games,
-            samples: stats.samples,
+            selfplay: stats,
             replay_size: self.replay.len(),
-            mean_game_length: stats.moves as f64 / n_games.max(1) as f64,
-            black_win_rate: stats.black_wins as f64 / n_games.max(1) as f64,
-            mean_batch: stats.evaluations as f64 / stats.batches.max(1) as f64,
-            solved_samples: stats.solved,
-            solver_disagreement: stats.solver_disagreed as f64 / stats.solved.max(1) as f64,
-            elo_chain: self.state.elo_chain,
-            total_steps: self.state.steps,
-            timing: Timing {
-                selfplay_seconds: seconds,
-                selfplay_positions_per_second: stats.moves as f64 / seconds.max(1e-9),
-                selfplay_games_per_second: n_games as f64 / seconds.max(1e-9),
-                selfplay_evaluations_per_second: stats.evaluations as f64 / seconds.max(1e-9),
-                ..Timing::default()
-            },
-            ..IterationMetrics::default()
-        };
-        Some(PartialIteration { iteration, metrics, ..PartialIteration::default() })
+            selfplay_seconds: started.elapsed().as_secs_f64(),
+            ..PartialIteration::default()
+        })
     }
 
     /// Writes a checkpoint of the iteration so far (stopped after its
@@ -611,7 +630,7 @@ impl Loop {
         started: Instant,
     ) -> Result<Option<IterationMetrics>, TrainError> {
         partial.seconds += started.elapsed().as_secs_f64();
-        let (iteration, steps, trained) = (partial.iteration, partial.metrics.train_steps, partial.trained);
+        let (iteration, steps, trained) = (partial.iteration, partial.train_steps, partial.trained);
         self.state.partial = Some(partial);
         self.checkpoint()?;
         let done = if trained {
@@ -641,6 +660,10 @@ impl Loop {
         let bar = self.bar(total as u64, "evaluation");
         let on_game = |_: &konane_players::arena::GameResult| bar.inc(1);
         let threads = self.resolved.threads;
+        if self.stop.load(Ordering::Relaxed) {
+            bar.abandon();
+            return Ok(false);
+        }
         if e.previous_games > 0 {
             let old = evaluation::net_factory(previous, config.backend, e.simulations, search, "previous".into());
             let seed = derive_seed(config.seed, iteration, 0, 4);
@@ -685,7 +708,13 @@ impl Loop {
             sizes: self.config.sizes.clone(),
             iteration,
             // No paths or times: identical runs write identical files.
-            note: format!("konane train {}", self.config.name),
+            note: match &self.state.partial {
+                None => format!("konane train {}", self.config.name),
+                Some(p) => format!(
+                    "konane train {}, stopped in iteration {} after {} of its training steps",
+                    self.config.name, p.iteration, p.train_steps
+                ),
+            },
         };
         checkpoint::save(&self.net, &header, &partial.join(NET_FILE))?;
         if self.config.evaluation.gating {

@@ -192,7 +192,7 @@ fn stopped_mid_iteration_resumes_to_the_same_run() {
         assert_eq!(latest, run::checkpoint_dir(&dir, 2), "{name}: LATEST names the stopped iteration");
         let partial = state.partial.expect("a mid-iteration checkpoint");
         assert_eq!((state.iteration, partial.iteration, partial.trained), (1, 2, trained), "{name}");
-        assert_eq!(partial.metrics.train_steps, if trained { 3 } else { 1 }, "{name}");
+        assert_eq!(partial.train_steps, if trained { 3 } else { 1 }, "{name}");
         assert_eq!(metrics_without_timing(&dir).len(), 1, "{name}: only finished iterations have lines");
 
         let second = train(resume_options(&dir)).unwrap();
