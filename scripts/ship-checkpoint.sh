@@ -10,6 +10,10 @@ run=${1:?usage: ship-checkpoint.sh RUN_DIR MODEL_DIR}
 dest=${2:?usage: ship-checkpoint.sh RUN_DIR MODEL_DIR}
 konane=${KONANE:-target/release/konane}
 latest=$(tr -d '\n' < "$run/LATEST")
+if grep -q '"partial":{' "$run/$(dirname "$latest")/state.json"; then
+  echo "$run/$latest is part-way through an iteration (stopped by Ctrl-C): resume the run to finish it first" >&2
+  exit 1
+fi
 mkdir -p "$dest"
 cp "$run/$latest" "$dest/net.knet.tmp" && mv "$dest/net.knet.tmp" "$dest/net.knet"
 printf 'net.knet\n' > "$dest/LATEST.tmp" && mv "$dest/LATEST.tmp" "$dest/LATEST"
