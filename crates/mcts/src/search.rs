@@ -43,7 +43,7 @@
 
 use std::time::Instant;
 
-use konane_rules::{Color, Move, MoveList, Position, Solver};
+use konane_rules::{Move, MoveList, Position, Solver};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
@@ -580,8 +580,7 @@ impl Search {
     /// enough for the leaf solver and solved within its budget.
     fn solve_leaf(&mut self, position: &Position) -> Option<bool> {
         let solver = self.solver.as_mut()?;
-        let stones = position.stone_count(Color::Black) + position.stone_count(Color::White);
-        if stones > self.config.solve_max_stones {
+        if position.stones() > self.config.solve_max_stones {
             return None;
         }
         let win = solver.wins_within(position, self.config.solve_nodes).ok()?;

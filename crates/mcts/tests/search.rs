@@ -20,9 +20,7 @@ fn random_positions(size: Size, max_stones: u32, count: usize, seed: u64) -> Vec
         let mut position = Position::start(size);
         while let Some(&mv) = position.moves().choose(&mut rng) {
             position.play_unchecked(mv);
-            let stones =
-                position.stone_count(konane_rules::Color::Black) + position.stone_count(konane_rules::Color::White);
-            if stones <= max_stones && !position.is_over() {
+            if position.stones() <= max_stones && !position.is_over() {
                 found.push(position);
                 break;
             }

@@ -377,9 +377,7 @@ mod tests {
             let mut a = AlphaBetaPlayer::new(depth(2), seed);
             let mut position = Position::start(size);
             while !position.is_over() {
-                if position.stone_count(konane_rules::Color::Black) + position.stone_count(konane_rules::Color::White)
-                    <= 20
-                {
+                if position.stones() <= 20 {
                     let solution = solver.solve(&position);
                     if solution.win {
                         let mut deep = AlphaBetaPlayer::new(depth(30), seed);

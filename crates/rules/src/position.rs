@@ -105,6 +105,12 @@ impl Position {
         dispatch!(&self.0, b => b.stones(color).count())
     }
 
+    /// Number of stones of both colours: how far into the endgame a
+    /// position is (the solver's reach is measured in it).
+    pub fn stones(&self) -> u32 {
+        dispatch!(&self.0, b => (b.stones(Color::Black) | b.stones(Color::White)).count())
+    }
+
     /// Fills `moves` with every legal move.
     pub fn legal_moves(&self, moves: &mut MoveList) {
         dispatch!(&self.0, b => b.generate(moves))

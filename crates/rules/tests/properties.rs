@@ -211,6 +211,7 @@ proptest! {
             let by_fn = Position::from_fn(size, position.side_to_move(), |c| position.stone_at(c));
             prop_assert_eq!(by_fn, *position);
             let stones = position.stone_count(Color::Black) + position.stone_count(Color::White);
+            prop_assert_eq!(position.stones(), stones);
             for mv in position.moves() {
                 let text = mv.to_text(size);
                 prop_assert_eq!(position.parse_move(&text).unwrap(), mv);
@@ -221,7 +222,7 @@ proptest! {
                 prop_assert_eq!(child.side_to_move(), position.side_to_move().opposite());
                 let scratch = Position::from_fn(size, child.side_to_move(), |c| child.stone_at(c));
                 prop_assert_eq!(child.hash(), scratch.hash(), "{} after {}", position, text);
-                let child_stones = child.stone_count(Color::Black) + child.stone_count(Color::White);
+                let child_stones = child.stones();
                 let removed = match mv {
                     Move::Remove(_) => 1,
                     Move::Jump { .. } => mv.captures(size) as u32,
@@ -241,8 +242,7 @@ proptest! {
     fn games_end_within_cells_plies(size in arb_size(20, 20), seed in any::<u64>()) {
         let game = random_game(size, seed);
         let last = game.last;
-        let stones = last.stone_count(Color::Black) + last.stone_count(Color::White);
-        prop_assert!(game.moves.len() + stones as usize <= size.cells());
+        prop_assert!(game.moves.len() + last.stones() as usize <= size.cells());
         prop_assert!(last.is_over());
         prop_assert_eq!(last.count_moves(), 0);
         prop_assert_eq!(last.winner(), Some(last.side_to_move().opposite()));

@@ -83,8 +83,7 @@ impl PackedSample {
 
     /// The position.
     pub fn position(&self) -> Position {
-        let side = if self.white_to_move { Color::White } else { Color::Black };
-        Position::from_fn(self.size(), side, |cell| {
+        Position::from_fn(self.size(), self.side_to_move(), |cell| {
             let i = cell.index();
             match (self.cells[i / 4] >> (2 * (i % 4))) & 3 {
                 1 => Some(Color::Black),

@@ -295,8 +295,7 @@ impl<'a> Worker<'a> {
     /// solve within the budget.
     fn solve(&mut self, position: &Position) -> Option<bool> {
         let solver = self.solver.as_mut()?;
-        let stones = position.stone_count(Color::Black) + position.stone_count(Color::White);
-        if stones > self.job.config.solver_max_stones {
+        if position.stones() > self.job.config.solver_max_stones {
             return None;
         }
         solver.solve_within(position, self.job.config.solver_nodes).ok().map(|s| s.win)
