@@ -543,23 +543,14 @@ impl Search {
                         // The side to move has lost: exact, no evaluator.
                         n.state = State::Expanded;
                         n.num_children = 0;
-                        n.proof = Proof::MoverWins;
-                        self.tree.propagate_proof(node);
-                        self.tree.backup(node, 1.0);
-                        self.simulations += 1;
-                        return Descent::Done;
+                        return self.settle(node, true);
                     }
+                    // A solved leaf is proven, never expanded or evaluated
+                    // (a root is always expanded: its moves need priors).
                     if node != ROOT
-                        && let Some(mover_to_play_wins) = self.solve_leaf(&position)
+                        && let Some(to_move_wins) = self.solve_leaf(&position)
                     {
-                        // Exact: proven, never expanded or evaluated. (A root
-                        // is always expanded: its moves need priors.)
-                        let proof = if mover_to_play_wins { Proof::MoverLoses } else { Proof::MoverWins };
-                        self.tree.nodes[node as usize].proof = proof;
-                        self.tree.propagate_proof(node);
-                        self.tree.backup(node, if mover_to_play_wins { -1.0 } else { 1.0 });
-                        self.simulations += 1;
-                        return Descent::Done;
+                        return self.settle(node, !to_move_wins);
                     }
                     let n = &mut self.tree.nodes[node as usize];
                     n.state = State::Pending;
@@ -574,6 +565,16 @@ impl Search {
                 }
             }
         }
+    }
+
+    /// Marks the leaf `node` proven (`mover_wins`: for the player who moved
+    /// into it), propagates the proof and backs the exact value up.
+    fn settle(&mut self, node: u32, mover_wins: bool) -> Descent {
+        self.tree.nodes[node as usize].proof = if mover_wins { Proof::MoverWins } else { Proof::MoverLoses };
+        self.tree.propagate_proof(node);
+        self.tree.backup(node, if mover_wins { 1.0 } else { -1.0 });
+        self.simulations += 1;
+        Descent::Done
     }
 
     /// Whether the side to move at `position` wins, if the position is small
