@@ -503,10 +503,7 @@ impl Loop {
         if iteration % config.evaluation.every == 0 || iteration == config.iterations {
             // Loaded only for an evaluation: skipped iterations read nothing.
             let previous = if config.evaluation.gating { self.best.clone() } else { self.previous_net()? };
-            let before = (self.state.elo_chain, self.state.best_iteration, self.best.clone());
             if !self.evaluate(iteration, &previous, &mut m)? {
-                // The resume plays the whole evaluation again.
-                (self.state.elo_chain, self.state.best_iteration, self.best) = before;
                 return self.stop_partial(partial, started);
             }
         }
@@ -648,7 +645,8 @@ impl Loop {
         load_net(&dir.join(NET_FILE), &self.config.backend.device())
     }
 
-    /// Plays the evaluation matches into `m`; false if stopped.
+    /// Plays the evaluation matches into `m`; false if stopped (the run's
+    /// state then untouched).
     fn evaluate(&mut self, iteration: u64, previous: &Net, m: &mut IterationMetrics) -> Result<bool, TrainError> {
         let config = &self.config;
         let e = &config.evaluation;
@@ -660,7 +658,10 @@ impl Loop {
         let bar = self.bar(total as u64, "evaluation");
         let on_game = |_: &konane_players::arena::GameResult| bar.inc(1);
         let threads = self.resolved.threads;
-        if self.stop.load(Ordering::Relaxed) {
+        let stopped = || self.stop.load(Ordering::Relaxed);
+        let mut results = Vec::new();
+        let mut previous_result = None;
+        if stopped() {
             bar.abandon();
             return Ok(false);
         }
@@ -668,21 +669,12 @@ impl Loop {
             let old = evaluation::net_factory(previous, config.backend, e.simulations, search, "previous".into());
             let seed = derive_seed(config.seed, iteration, 0, 4);
             let result = evaluation::play(&current, &old, size, e.previous_games, threads, seed, &on_game)?;
-            self.state.elo_chain += result.elo_diff;
-            if e.gating {
-                let accepted = result.score >= e.gating_threshold;
-                m.accepted = Some(accepted);
-                if accepted {
-                    self.best = self.net.clone();
-                    self.state.best_iteration = iteration;
-                }
-            }
-            m.evaluation.push(result);
+            previous_result = Some((result.elo_diff, result.score));
+            results.push(result);
         }
-        m.elo_chain = self.state.elo_chain;
         let mut against = Vec::new();
         for (k, opponent) in self.opponents.iter().enumerate() {
-            if self.stop.load(Ordering::Relaxed) {
+            if stopped() {
                 bar.abandon();
                 return Ok(false);
             }
@@ -690,9 +682,24 @@ impl Loop {
             let result = evaluation::play(&current, opponent.as_ref(), size, e.games, threads, seed, &on_game)?;
             let anchor = self.state.anchors.get(k).map_or(0.0, |a| a.1);
             against.push((anchor, result.wins, result.games));
-            m.evaluation.push(result);
+            results.push(result);
         }
         bar.finish_and_clear();
+        // The state changes only once the whole evaluation is done, so a
+        // stop leaves it as it was and the resume plays the evaluation again.
+        if let Some((elo_diff, score)) = previous_result {
+            self.state.elo_chain += elo_diff;
+            if e.gating {
+                let accepted = score >= e.gating_threshold;
+                m.accepted = Some(accepted);
+                if accepted {
+                    self.best = self.net.clone();
+                    self.state.best_iteration = iteration;
+                }
+            }
+        }
+        m.elo_chain = self.state.elo_chain;
+        m.evaluation = results;
         m.elo = evaluation::rating_against(&against);
         Ok(true)
     }

@@ -340,3 +340,25 @@ fn state_files_of_older_versions_load_and_newer_ones_are_refused() {
     let error = run::verify_checkpoint(&checkpoint).unwrap_err().to_string();
     assert!(error.contains("state version 99"), "{error}");
 }
+
+#[test]
+fn gating_accepts_a_network_only_when_it_beats_the_best() {
+    let root = temp();
+    let dir = root.path().join("gated");
+    let mut config = tiny(3);
+    config.evaluation.gating = true;
+    config.evaluation.gating_threshold = 0.5;
+    train(options(Some(config), &dir)).unwrap();
+    let metrics = konane_trainer::metrics::read(&dir.join("metrics.jsonl")).unwrap();
+    let mut best = 0;
+    for m in &metrics {
+        let previous = m.evaluation.iter().find(|r| r.opponent == "previous").expect("a match against the best");
+        assert_eq!(m.accepted, Some(previous.score >= 0.5), "iteration {}", m.iteration);
+        if previous.score >= 0.5 {
+            best = m.iteration;
+        }
+    }
+    let (_, state, _) = run::find_latest(&dir).unwrap();
+    assert_eq!(state.best_iteration, best);
+    assert!(state.files.contains_key(run::BEST_FILE));
+}
