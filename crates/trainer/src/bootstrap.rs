@@ -93,7 +93,7 @@ pub fn run(
         &plan,
         &mut rng,
         |_| training.lr,
-        |step, _, _, losses| {
+        |step, _, losses| {
             if step < tenth {
                 first += losses.policy as f64 / tenth as f64;
             }

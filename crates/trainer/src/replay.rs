@@ -242,7 +242,7 @@ impl ReplayBuffer {
 
     /// Gradient steps on batches drawn from the window: the loop the
     /// bootstrap and every iteration share. `lr(k)` is the learning rate of
-    /// step `k` (0-based); `on_step(k, lr, batch_len, losses)` sees each step.
+    /// step `k` (0-based); `on_step(k, batch_len, losses)` sees each step.
     /// False if `plan.stop` was raised before all steps were done.
     pub fn train<R: Rng + ?Sized>(
         &self,
@@ -250,16 +250,15 @@ impl ReplayBuffer {
         plan: &StepPlan<'_>,
         rng: &mut R,
         lr: impl Fn(u64) -> f64,
-        mut on_step: impl FnMut(u64, f64, usize, &Losses),
+        mut on_step: impl FnMut(u64, usize, &Losses),
     ) -> bool {
         for k in 0..plan.steps {
             if plan.stop.load(Ordering::Relaxed) {
                 return false;
             }
             let batch = self.sample_batch(plan.batch_size, plan.augment, rng);
-            let lr = lr(k);
-            let losses = learner.step(&batch, lr);
-            on_step(k, lr, batch.len(), &losses);
+            let losses = learner.step(&batch, lr(k));
+            on_step(k, batch.len(), &losses);
         }
         true
     }

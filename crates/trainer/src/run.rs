@@ -99,8 +99,6 @@ pub struct PartialIteration {
     pub iteration: u64,
     /// Its self-play totals.
     pub selfplay: crate::selfplay::SelfPlayStats,
-    /// Samples in the replay window after the self-play.
-    pub replay_size: usize,
     /// Training steps taken.
     pub train_steps: u64,
     /// Whether its training is finished (the stop came during evaluation).

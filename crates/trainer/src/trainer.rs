@@ -436,66 +436,12 @@ impl Loop {
         };
 
         // Training.
-        let train_started = Instant::now();
-        if !partial.trained && self.replay.len() >= config.replay.min_samples {
-            let training = &config.training;
-            let done = partial.train_steps;
-            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
-            // Steps taken before a stop: draw their batches again, so the
-            // stream continues where it stopped.
-            for _ in 0..done {
-                self.replay.sample_batch(training.batch_size, config.replay.augment, &mut rng);
-            }
-            let bar = self.bar(training.steps, "training");
-            bar.set_position(done);
-            let mut sums = partial.loss_sums.map(f64::from_bits);
-            let (first_step, total_steps) = (self.state.steps, self.total_steps());
-            let plan = StepPlan {
-                // An override may have lowered the steps below those taken.
-                steps: training.steps.saturating_sub(done),
-                batch_size: training.batch_size,
-                augment: config.replay.augment,
-                stop: &self.stop,
-            };
-            let (stop, stop_at_step) = (&self.stop, self.stop_at_step);
-            let (mut taken, mut trained_samples) = (0u64, 0u64);
-            let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
-            let finished = pool.install(|| {
-                let lr = |k| training.lr_at(first_step + k, total_steps);
-                replay.train(learner, &plan, &mut rng, lr, |k, _, batch_len, losses| {
-                    taken += 1;
-                    trained_samples += batch_len as u64;
-                    for (sum, loss) in
-                        sums.iter_mut().zip([losses.policy, losses.value, losses.policy_entropy, losses.target_entropy])
-                    {
-                        *sum += loss as f64;
-                    }
-                    bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
-                    bar.inc(1);
-                    if stop_at_step == Some(first_step + k + 1) {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                })
-            });
-            self.state.steps += taken;
-            partial.train_steps += taken;
-            partial.trained_samples += trained_samples;
-            partial.loss_sums = sums.map(f64::to_bits);
-            partial.train_seconds += train_started.elapsed().as_secs_f64();
-            self.net = self.learner.inference_net(&config.backend.device());
-            if !finished {
-                bar.abandon();
+        if !partial.trained {
+            if !self.train_phase(iteration, &config, &mut partial) {
                 return self.stop_partial(partial, started);
             }
-            bar.finish_and_clear();
-        } else if !partial.trained {
-            tracing::info!(
-                samples = self.replay.len(),
-                needed = config.replay.min_samples,
-                "replay window still filling: no training"
-            );
+            partial.trained = true;
         }
-        partial.trained = true;
         let mut m = self.metrics_of(&partial);
 
         // Evaluation.
@@ -533,6 +479,72 @@ impl Loop {
         Ok(Some(m))
     }
 
+    /// The iteration's gradient steps (those not taken before a stop), into
+    /// `partial`; false if stopped first. Nothing while the replay window is
+    /// still filling.
+    fn train_phase(&mut self, iteration: u64, config: &TrainConfig, partial: &mut PartialIteration) -> bool {
+        if self.replay.len() < config.replay.min_samples {
+            tracing::info!(
+                samples = self.replay.len(),
+                needed = config.replay.min_samples,
+                "replay window still filling: no training"
+            );
+            return true;
+        }
+        let started = Instant::now();
+        let training = &config.training;
+        let done = partial.train_steps;
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
+        // Steps taken before a stop: draw their batches again, so the
+        // stream continues where it stopped.
+        for _ in 0..done {
+            self.replay.sample_batch(training.batch_size, config.replay.augment, &mut rng);
+        }
+        let bar = self.bar(training.steps, "training");
+        bar.set_position(done);
+        let mut sums = partial.loss_sums.map(f64::from_bits);
+        let (first_step, total_steps) = (self.state.steps, self.total_steps());
+        let plan = StepPlan {
+            // An override may have lowered the steps below those taken.
+            steps: training.steps.saturating_sub(done),
+            batch_size: training.batch_size,
+            augment: config.replay.augment,
+            stop: &self.stop,
+        };
+        let (stop, stop_at_step) = (&self.stop, self.stop_at_step);
+        let (mut taken, mut trained_samples) = (0u64, 0u64);
+        let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
+        let finished = pool.install(|| {
+            let lr = |k| training.lr_at(first_step + k, total_steps);
+            replay.train(learner, &plan, &mut rng, lr, |k, batch_len, losses| {
+                taken += 1;
+                trained_samples += batch_len as u64;
+                for (sum, loss) in
+                    sums.iter_mut().zip([losses.policy, losses.value, losses.policy_entropy, losses.target_entropy])
+                {
+                    *sum += loss as f64;
+                }
+                bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
+                bar.inc(1);
+                if stop_at_step == Some(first_step + k + 1) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            })
+        });
+        self.state.steps += taken;
+        partial.train_steps += taken;
+        partial.trained_samples += trained_samples;
+        partial.loss_sums = sums.map(f64::to_bits);
+        partial.train_seconds += started.elapsed().as_secs_f64();
+        self.net = self.learner.inference_net(&config.backend.device());
+        if finished {
+            bar.finish_and_clear();
+        } else {
+            bar.abandon();
+        }
+        finished
+    }
+
     /// The iteration's record from its self-play and training (evaluation
     /// and the final timings are added after).
     fn metrics_of(&self, partial: &PartialIteration) -> IterationMetrics {
@@ -544,7 +556,9 @@ impl Loop {
             iteration: partial.iteration,
             games: stats.games,
             samples: stats.samples,
-            replay_size: partial.replay_size,
+            // The window is as the self-play left it (saved with it in a
+            // part-way checkpoint).
+            replay_size: self.replay.len(),
             mean_game_length: stats.moves as f64 / games,
             black_win_rate: stats.black_wins as f64 / games,
             mean_batch: stats.evaluations as f64 / stats.batches.max(1) as f64,
@@ -602,18 +616,16 @@ impl Loop {
                 bar.inc(1);
             },
         };
-        let Some((games, mut stats)) = selfplay::play_games(&job) else {
+        let Some((games, stats)) = selfplay::play_games(&job) else {
             bar.abandon();
             return None;
         };
         bar.finish_and_clear();
-        stats.games = games.len();
         self.replay.extend(games.into_iter().flat_map(|g| g.samples));
         self.state.games += stats.games as u64;
         Some(PartialIteration {
             iteration,
             selfplay: stats,
-            replay_size: self.replay.len(),
             selfplay_seconds: started.elapsed().as_secs_f64(),
             ..PartialIteration::default()
         })
