@@ -94,9 +94,9 @@ pub fn plot_run(run_dir: &Path, out: &Path, axis: XAxis) -> Result<usize, TrainE
     let title = run_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     // The teacher bootstrap is training time too: the hours start after it.
     let start_seconds = match axis {
-        XAxis::Hours => crate::run::find_latest(run_dir)
-            .ok()
-            .and_then(|(_, state, _)| state.bootstrap)
+        XAxis::Hours => crate::run::latest_dir(run_dir)
+            .and_then(|dir| crate::run::read_state(&dir).ok())
+            .and_then(|state| state.bootstrap)
             .map_or(0.0, |b| b.label_seconds + b.train_seconds),
         XAxis::Iterations => 0.0,
     };

@@ -195,6 +195,33 @@ pub fn commit_checkpoint(run: &Path, partial: &Path, state: &mut RunState) -> Re
 /// A missing, damaged or foreign state file, or a listed file that is
 /// missing or does not match its checksum.
 pub fn verify_checkpoint(dir: &Path) -> Result<RunState, TrainError> {
+    let state = read_state(dir)?;
+    let damaged = |reason: String| TrainError::Damaged { path: dir.join(STATE_FILE), reason };
+    for required in [NET_FILE, OPTIMIZER_FILE, REPLAY_FILE] {
+        if !state.files.contains_key(required) {
+            return Err(damaged(format!("lists no {required}")));
+        }
+    }
+    for (name, &expected) in &state.files {
+        let file = dir.join(name);
+        let actual = crc_of(&file)?;
+        if actual != expected {
+            return Err(TrainError::Damaged {
+                path: file,
+                reason: format!("checksum {actual:08x}, state.json recorded {expected:08x}: damaged or truncated"),
+            });
+        }
+    }
+    Ok(state)
+}
+
+/// Reads and checks `state.json` of the checkpoint in `dir` alone, not the
+/// files it lists (for readers that need only the loop state, such as the
+/// plot's bootstrap time).
+///
+/// # Errors
+/// A missing, damaged or foreign state file.
+pub fn read_state(dir: &Path) -> Result<RunState, TrainError> {
     let path = dir.join(STATE_FILE);
     let damaged = |reason: String| TrainError::Damaged { path: path.clone(), reason };
     let text = fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
@@ -211,21 +238,6 @@ pub fn verify_checkpoint(dir: &Path) -> Result<RunState, TrainError> {
     let state: RunState = serde_json::from_str(json).map_err(|e| damaged(format!("unreadable: {e}")))?;
     if !(1..=STATE_VERSION).contains(&state.format) {
         return Err(damaged(format!("state version {}, this build reads 1 to {STATE_VERSION}", state.format)));
-    }
-    for required in [NET_FILE, OPTIMIZER_FILE, REPLAY_FILE] {
-        if !state.files.contains_key(required) {
-            return Err(damaged(format!("lists no {required}")));
-        }
-    }
-    for (name, &expected) in &state.files {
-        let file = dir.join(name);
-        let actual = crc_of(&file)?;
-        if actual != expected {
-            return Err(TrainError::Damaged {
-                path: file,
-                reason: format!("checksum {actual:08x}, state.json recorded {expected:08x}: damaged or truncated"),
-            });
-        }
     }
     Ok(state)
 }
