@@ -339,7 +339,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
         tracing::info!(keys = ?stored.differing_keys(&config), "config changed on resume");
         write_config(dir, &config)?;
     }
-    let (checkpoint_dir, state, skipped) = run::find_latest(dir)?;
+    let (checkpoint_dir, mut state, skipped) = run::find_latest(dir)?;
     for reason in &skipped {
         tracing::warn!("skipped checkpoint: {reason}");
     }
@@ -358,7 +358,6 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
     run::drop_newer(dir, state.checkpoint_number())?;
     let metrics_path = dir.join("metrics.jsonl");
     let on_disk = metrics::read(&metrics_path).unwrap_or_default();
-    let mut state = state;
     state.metrics = metrics::resume_history(&state.metrics, &on_disk);
     metrics::rewrite(&metrics_path, &state.metrics)?;
     let lp = Loop {
