@@ -32,8 +32,9 @@ pub struct Args {
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
     /// Also measure PUCT simulations/s from a midgame position with this
-    /// many evaluator threads (one core each), e.g. `1,2`; empty: skip.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    /// many evaluator threads (one core each), e.g. `1,2`; the flag with no
+    /// value skips the search.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1,2")]
     search_threads: Vec<usize>,
 }
 

@@ -298,7 +298,7 @@ impl<'a> Worker<'a> {
         if position.stones() > self.job.config.solver_max_stones {
             return None;
         }
-        solver.solve_within(position, self.job.config.solver_nodes).ok().map(|s| s.win)
+        solver.wins_within(position, self.job.config.solver_nodes).ok()
     }
 
     fn finish(&mut self, game: Game) -> GameOutput {

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""PyTorch reference for `konane bench-net`: the same network, one CPU thread.
+
+The speed target of the network issue is "PyTorch's level per core". This
+script measures that level on the machine at hand, with the architecture of
+crates/nn/src/model.rs (ReZero residual tower, fully convolutional policy
+head, mean+max pooled value head), so the two numbers compare like for like.
+
+    python3 -m venv /tmp/torch && /tmp/torch/bin/pip install torch
+    /tmp/torch/bin/python scripts/bench_torch.py --blocks 6 --channels 64 --size 8x8
+
+Prints positions/s and GFLOP/s (2 x multiply-adds, as bench-net counts) per
+batch size, in inference mode on one thread.
+"""
+
+import argparse
+import time
+
+import torch
+from torch import nn
+
+INPUT_PLANES = 6
+MOVE_KINDS = 37
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.first = nn.Conv2d(c, c, 3, padding=1)
+        self.second = nn.Conv2d(c, c, 3, padding=1)
+        self.gate = nn.Parameter(torch.full((1,), 0.5))
+
+    def forward(self, x):
+        return torch.relu(x + self.gate * self.second(torch.relu(self.first(x))))
+
+
+class Net(nn.Module):
+    def __init__(self, blocks, c, p=32, v=32, hidden=64):
+        super().__init__()
+        self.stem = nn.Conv2d(INPUT_PLANES, c, 3, padding=1)
+        self.blocks = nn.Sequential(*[Block(c) for _ in range(blocks)])
+        self.policy_hidden = nn.Conv2d(c, p, 3, padding=1)
+        self.policy_out = nn.Conv2d(p, MOVE_KINDS, 1)
+        self.value_conv = nn.Conv2d(c, v, 1)
+        self.value_hidden = nn.Linear(2 * v, hidden)
+        self.value_out = nn.Linear(hidden, 1)
+
+    def forward(self, x):
+        x = self.blocks(torch.relu(self.stem(x)))
+        policy = self.policy_out(torch.relu(self.policy_hidden(x))).flatten(1)
+        v = torch.relu(self.value_conv(x)).flatten(2)
+        pooled = torch.cat([v.mean(2), v.amax(2)], 1)
+        value = torch.tanh(self.value_out(torch.relu(self.value_hidden(pooled))))
+        return policy, value.flatten()
+
+
+def multiply_adds(blocks, c, rows, cols, p=32, v=32, hidden=64):
+    per_cell = 9 * INPUT_PLANES * c + blocks * 2 * 9 * c * c + 9 * c * p + p * MOVE_KINDS + c * v
+    return rows * cols * per_cell + 2 * v * hidden + hidden
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=6)
+    parser.add_argument("--channels", type=int, default=64)
+    parser.add_argument("--size", default="8x8")
+    parser.add_argument("--batches", default="1,8,32,128")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rows, cols = (int(n) for n in args.size.split("x"))
+    net = Net(args.blocks, args.channels).eval()
+    macs = multiply_adds(args.blocks, args.channels, rows, cols)
+    print(f"torch {torch.__version__}, 1 thread, b{args.blocks}c{args.channels} on {args.size}, "
+          f"{2 * macs / 1e6:.1f} MFLOP/position")
+    with torch.inference_mode():
+        for batch in (int(b) for b in args.batches.split(",")):
+            x = torch.rand(batch, INPUT_PLANES, rows, cols)
+            for _ in range(5):
+                net(x)
+            done, start = 0, time.perf_counter()
+            while time.perf_counter() - start < args.seconds:
+                net(x)
+                done += batch
+            rate = done / (time.perf_counter() - start)
+            print(f"batch {batch:4}: {rate:8.0f} positions/s  {rate * 2 * macs / 1e9:6.1f} GFLOP/s")
+
+
+if __name__ == "__main__":
+    main()
