@@ -27,7 +27,7 @@ fn positions_per_second(text: &str, batch: usize) -> f64 {
 #[test]
 fn reports_each_batch_and_skips_the_search_when_told() {
     let text = bench_net(&["--search-threads"]);
-    assert!(text.contains("net b1c8 (flex backend) on 4x4"), "{text}");
+    assert!(text.contains("net b1c8 (flex backend, native kernels) on 4x4"), "{text}");
     assert!(positions_per_second(&text, 1) > 0.0, "{text}");
     assert!(positions_per_second(&text, 4) > 0.0, "{text}");
     assert!(!text.contains("simulations/s"), "the search was skipped: {text}");
@@ -35,7 +35,8 @@ fn reports_each_batch_and_skips_the_search_when_told() {
 
 #[test]
 fn measures_the_search_with_the_threads_asked_for() {
-    let text = bench_net(&["--batches", "2", "--search-threads", "1"]);
+    let text = bench_net(&["--batches", "2", "--search-threads", "1", "--burn"]);
+    assert!(text.contains("net b1c8 (flex backend, burn) on 4x4"), "{text}");
     assert!(positions_per_second(&text, 2) > 0.0, "{text}");
     assert!(text.contains("search, 1 evaluator thread(s), batch 16:"), "{text}");
     assert!(!text.contains("2 evaluator thread(s)"), "{text}");

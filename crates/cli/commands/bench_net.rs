@@ -19,6 +19,10 @@ pub struct Args {
     /// flex or ndarray.
     #[arg(long, default_value = "flex")]
     backend: Backend,
+    /// Run the forward pass through burn's tensor operations instead of
+    /// the native kernels that searches on flex use (ndarray always does).
+    #[arg(long)]
+    burn: bool,
     /// Residual blocks.
     #[arg(long, default_value_t = 6)]
     blocks: usize,
@@ -55,9 +59,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 fn inference(args: &Args, size: Size, config: &NetConfig, net: &Net, positions: &[Position]) -> anyhow::Result<()> {
     let backend = args.backend;
-    let mut evaluator = NetEvaluator::new(net.clone(), backend.device());
+    let mut evaluator = evaluator(args, net);
     let flop = 2.0 * config.multiply_adds(size.rows(), size.cols()) as f64;
-    println!("net {} ({backend} backend) on {size}: {:.1} MFLOP a position; one core", config.name(), flop / 1e6);
+    let engine = if evaluator.is_native() { "native kernels" } else { "burn" };
+    println!(
+        "net {} ({backend} backend, {engine}) on {size}: {:.1} MFLOP a position; one core",
+        config.name(),
+        flop / 1e6
+    );
     let (mut values, mut priors) = (Vec::new(), Vec::new());
     for &batch in &args.batches {
         anyhow::ensure!(batch >= 1, "batch sizes start at 1");
@@ -87,12 +96,21 @@ fn inference(args: &Args, size: Size, config: &NetConfig, net: &Net, positions: 
     Ok(())
 }
 
+/// The evaluator `--backend` and `--burn` ask for.
+fn evaluator(args: &Args, net: &Net) -> NetEvaluator {
+    if args.burn {
+        NetEvaluator::new(net.clone(), args.backend.device())
+    } else {
+        NetEvaluator::for_backend(net, args.backend)
+    }
+}
+
 /// PUCT simulations/s from `root`: one tree, batches of 16 leaves per
 /// evaluator thread.
 fn search(args: &Args, net: &Net, root: Position) -> anyhow::Result<()> {
     for &threads in &args.search_threads {
         anyhow::ensure!((1..=64).contains(&threads), "--search-threads: 1 to 64");
-        let evaluators = (0..threads).map(|_| NetEvaluator::new(net.clone(), args.backend.device())).collect();
+        let evaluators = (0..threads).map(|_| evaluator(args, net)).collect();
         let mut evaluator = ParallelEvaluator::new(evaluators);
         let search_config = SearchConfig { batch_size: 16 * threads, ..SearchConfig::default() };
         let mut search = Search::new(search_config, 1);

@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
     let search = SearchConfig { solve_max_stones: args.solve, ..SearchConfig::default() };
-    let factory = NetFactory::new(net, device, limits, search, label.clone())
+    let factory = NetFactory::new(net, backend, limits, search, label.clone())
         .with_evaluator_threads(args.threads.unwrap_or_else(super::cores));
     let engine = factory.build_player(args.seed);
 

@@ -1,5 +1,5 @@
-//! Network speed: inference positions/s per batch size, board and backend
-//! for the default network, and PUCT simulations/s with the network on 8x8
+//! Network speed: inference positions/s per batch size, board and engine
+//! (native kernels, burn-flex, burn-ndarray) for the default network, and PUCT simulations/s with the network on 8x8
 //! together with the share of search time spent outside the network.
 //!
 //! `cargo bench -p konane-nn`
@@ -16,10 +16,12 @@ fn bench_inference(c: &mut Criterion) {
     let config = NetConfig::new();
     let mut group = c.benchmark_group(format!("inference-{}", config.name()));
     group.sample_size(10).measurement_time(Duration::from_secs(4));
-    for backend in [Backend::Flex, Backend::Ndarray] {
+    for (engine, backend) in [("native", Backend::Flex), ("flex", Backend::Flex), ("ndarray", Backend::Ndarray)] {
         for size in ["6x6", "8x8"].map(|s| s.parse::<Size>().unwrap()) {
             let device = backend.device();
-            let mut evaluator = NetEvaluator::new(init_net(&config, &device, 1), device);
+            let net = init_net(&config, &device, 1);
+            let mut evaluator =
+                if engine == "native" { NetEvaluator::native(&net) } else { NetEvaluator::new(net, device) };
             let pool = cycled_positions(size, 128);
             for batch in [1usize, 8, 32, 128] {
                 if backend == Backend::Ndarray && batch == 128 {
@@ -28,7 +30,7 @@ fn bench_inference(c: &mut Criterion) {
                 let chunk = &pool[..batch];
                 let (mut values, mut priors) = (Vec::new(), Vec::new());
                 group.throughput(Throughput::Elements(batch as u64));
-                group.bench_function(BenchmarkId::new(format!("{backend}/{size}"), batch), |b| {
+                group.bench_function(BenchmarkId::new(format!("{engine}/{size}"), batch), |b| {
                     b.iter(|| {
                         values.clear();
                         priors.clear();
@@ -63,9 +65,8 @@ fn bench_search(c: &mut Criterion) {
     let mut group = c.benchmark_group(format!("puct-{}-8x8", config.name()));
     group.sample_size(10).throughput(Throughput::Elements(SIMS));
     for batch in [1usize, 8, 32] {
-        let device = Backend::Flex.device();
-        let mut evaluator =
-            Timed { inner: NetEvaluator::new(init_net(&config, &device, 1), device), spent: Duration::ZERO };
+        let net = init_net(&config, &Backend::Flex.device(), 1);
+        let mut evaluator = Timed { inner: NetEvaluator::native(&net), spent: Duration::ZERO };
         let search_config = SearchConfig { batch_size: batch, ..SearchConfig::default() };
         let mut search = Search::new(search_config, 1);
         // Report the share of wall time outside the network once per batch size.
@@ -78,7 +79,7 @@ fn bench_search(c: &mut Criterion) {
             SIMS as f64 / total.as_secs_f64(),
             100.0 * (1.0 - evaluator.spent.as_secs_f64() / total.as_secs_f64())
         );
-        group.bench_function(BenchmarkId::new("flex", batch), |b| {
+        group.bench_function(BenchmarkId::new("native", batch), |b| {
             b.iter(|| {
                 search.set_root(root);
                 search.run(&mut evaluator, SIMS, None)

@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod encoding;
 pub mod evaluator;
 pub mod model;
+pub mod native;
 pub mod player;
 pub mod train;
 
@@ -15,6 +16,7 @@ pub use backend::Backend;
 pub use checkpoint::{CheckpointError, NetHeader};
 pub use evaluator::NetEvaluator;
 pub use model::{Net, NetConfig};
+pub use native::NativeNet;
 
 /// Fresh weights of `config` on `device`, reproducible for a seed when built
 /// on one thread (burn seeds its initialisers per device).

@@ -87,9 +87,9 @@ impl NetConfig {
 /// `x + gate * conv(relu(conv(x)))`, then ReLU.
 #[derive(Module, Debug)]
 pub struct ResidualBlock {
-    first: Conv2d,
-    second: Conv2d,
-    gate: Param<Tensor<1>>,
+    pub(crate) first: Conv2d,
+    pub(crate) second: Conv2d,
+    pub(crate) gate: Param<Tensor<1>>,
 }
 
 impl ResidualBlock {
@@ -103,13 +103,13 @@ impl ResidualBlock {
 /// The network; see the module documentation.
 #[derive(Module, Debug)]
 pub struct Net {
-    stem: Conv2d,
-    blocks: Vec<ResidualBlock>,
-    policy_hidden: Conv2d,
-    policy_out: Conv2d,
-    value_conv: Conv2d,
-    value_hidden: Linear,
-    value_out: Linear,
+    pub(crate) stem: Conv2d,
+    pub(crate) blocks: Vec<ResidualBlock>,
+    pub(crate) policy_hidden: Conv2d,
+    pub(crate) policy_out: Conv2d,
+    pub(crate) value_conv: Conv2d,
+    pub(crate) value_hidden: Linear,
+    pub(crate) value_out: Linear,
 }
 
 impl Net {

@@ -37,7 +37,7 @@ pub type NetPlayer = MctsPlayer<SymmetryEvaluator<ParallelEvaluator<NetEvaluator
 /// Builds network players for each game from one loaded network.
 pub struct NetFactory {
     net: Net,
-    device: Device,
+    backend: Backend,
     limits: Limits,
     search: SearchConfig,
     label: String,
@@ -49,8 +49,9 @@ pub struct NetFactory {
 
 impl NetFactory {
     /// A factory for `net` with these limits (`nodes == Some(0)`: raw policy).
-    pub fn new(net: Net, device: Device, limits: Limits, search: SearchConfig, label: String) -> NetFactory {
-        NetFactory { net, device, limits, search, label, seed: None, evaluator_threads: 1, header: None }
+    /// Its players search with [`NetEvaluator::for_backend`].
+    pub fn new(net: Net, backend: Backend, limits: Limits, search: SearchConfig, label: String) -> NetFactory {
+        NetFactory { net, backend, limits, search, label, seed: None, evaluator_threads: 1, header: None }
     }
 
     /// Splits each player's batches over `threads` evaluators, one core
@@ -76,7 +77,7 @@ impl NetFactory {
         let device = backend.device();
         let (net, header, _) = load_model(path, &device, spec.seed_or(0))?;
         let search = SearchConfig { solve_max_stones: *solve_max_stones, ..SearchConfig::default() };
-        let mut factory = NetFactory::new(net, device, spec.limits, search, spec.to_string());
+        let mut factory = NetFactory::new(net, backend, spec.limits, search, spec.to_string());
         factory.seed = spec.seed;
         factory.header = header;
         Ok(factory)
@@ -89,7 +90,7 @@ impl NetFactory {
     pub fn build_player(&self, seed: u64) -> NetPlayer {
         let seed = self.seed.unwrap_or(seed);
         let evaluators =
-            (0..self.evaluator_threads).map(|_| NetEvaluator::new(self.net.clone(), self.device.clone())).collect();
+            (0..self.evaluator_threads).map(|_| NetEvaluator::for_backend(&self.net, self.backend)).collect();
         let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed);
         let raw_policy = self.limits.nodes == Some(0);
         let limits = if raw_policy { Limits { nodes: None, ..self.limits } } else { self.limits };

@@ -19,13 +19,7 @@ use crate::metrics::MatchResult;
 /// plays in evaluation.
 pub fn net_factory(net: &Net, backend: Backend, simulations: u64, search: SearchConfig, label: String) -> NetFactory {
     let search = SearchConfig { dirichlet_epsilon: 0.0, ..search };
-    NetFactory::new(
-        net.clone(),
-        backend.device(),
-        Limits { nodes: Some(simulations), ..Limits::default() },
-        search,
-        label,
-    )
+    NetFactory::new(net.clone(), backend, Limits { nodes: Some(simulations), ..Limits::default() }, search, label)
 }
 
 /// Plays a match and scores it for `a`.

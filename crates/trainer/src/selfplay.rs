@@ -131,7 +131,7 @@ pub fn play_games(job: &SelfPlayJob<'_>) -> Option<(Vec<GameOutput>, SelfPlaySta
                 scope.spawn(move || {
                     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
                     pool.install(|| {
-                        let evaluator = NetEvaluator::new(net, job.backend.device());
+                        let evaluator = NetEvaluator::for_backend(&net, job.backend);
                         let games: Vec<usize> = (worker..job.config.games).step_by(threads).collect();
                         Worker::new(job, evaluator).run(&games)
                     })

@@ -1,0 +1,561 @@
+//! Native CPU inference: the trained [`Net`] run by konane's own kernels
+//! instead of burn's tensor operations, for the search's network calls.
+//!
+//! burn-flex runs the tower at about 0.55 of PyTorch's speed on one core
+//! (README, "Against PyTorch on the same core"): its convolution is a
+//! small im2col + matrix product per position, and nothing built from burn
+//! tensor operations did better (a Winograd probe was 1.9x slower, its
+//! strided copies alone costing most of a convolution). Leela Zero's CPU
+//! backend shows the way: Winograd F(2x2, 3x3) convolutions, whose 16
+//! matrix products per layer take 2.25x fewer multiplications than a direct
+//! convolution, on activations kept in one padded channels-last layout so
+//! that the transforms are plain loops and no layer copies its input.
+//!
+//! The weights are the burn network's own (read once from its parameters),
+//! so every checkpoint runs here unchanged; training stays in burn.
+//! Outputs match [`Net::forward`] to float rounding (tests below). Buffers
+//! are kept between calls: a forward pass allocates nothing once the
+//! largest batch has been seen.
+
+use burn::tensor::Tensor;
+use gemm::Parallelism;
+
+use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
+use crate::model::Net;
+
+/// Tiles per sub-batch (see [`NativeNet::forward`]).
+const MAX_TILES: usize = 512;
+
+/// A 3x3 convolution with "same" padding, its weights in the Winograd
+/// domain.
+struct WinogradConv {
+    inputs: usize,
+    outputs: usize,
+    /// `G g Gᵀ` for each of the 16 tile elements: `[16][inputs][outputs]`.
+    weights: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+/// A 1x1 convolution or a linear layer: `[inputs][outputs]` weights.
+struct Dense {
+    inputs: usize,
+    outputs: usize,
+    weights: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+/// Where a convolution's output goes, and what is applied on the way.
+#[derive(Clone, Copy)]
+enum Epilogue {
+    /// `relu(y)` into the padded layout.
+    Relu,
+    /// `relu(skip + gate * y)` into the padded layout: a residual block's
+    /// second convolution, `skip` being the block's input.
+    Residual { gate: f32 },
+    /// `relu(y)` into the unpadded channels-last layout.
+    ReluCompact,
+}
+
+/// Shape of one forward pass.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+struct Geometry {
+    rows: usize,
+    cols: usize,
+}
+
+impl Geometry {
+    /// Tiles of 2x2 outputs per row and per column (an odd side gets a
+    /// partial tile; the padding is zeros, so it computes nothing wrong).
+    fn tiles(self) -> (usize, usize) {
+        (self.rows.div_ceil(2), self.cols.div_ceil(2))
+    }
+
+    /// The padded layout: one zero ring, plus a zero row/column to complete
+    /// the last tile of an odd side.
+    fn padded(self) -> (usize, usize) {
+        let (th, tw) = self.tiles();
+        (2 * th + 2, 2 * tw + 2)
+    }
+
+    fn padded_cells(self) -> usize {
+        let (hp, wp) = self.padded();
+        hp * wp
+    }
+
+    /// Index of cell (`row`, `col`) of position `b` in the padded layout.
+    fn padded_index(self, b: usize, row: usize, col: usize) -> usize {
+        let (hp, wp) = self.padded();
+        (b * hp + row + 1) * wp + col + 1
+    }
+}
+
+/// The network on konane's own CPU kernels; see the module documentation.
+pub struct NativeNet {
+    channels: usize,
+    stem: WinogradConv,
+    blocks: Vec<(WinogradConv, WinogradConv, f32)>,
+    policy_hidden: WinogradConv,
+    policy_out: Dense,
+    value_conv: Dense,
+    value_hidden: Dense,
+    value_out: Dense,
+    scratch: Scratch,
+}
+
+/// Buffers reused between calls. The padded activations keep their zero
+/// borders as long as the board size stays the same: only interior cells
+/// are ever written.
+#[derive(Default)]
+struct Scratch {
+    geometry: Geometry,
+    /// Positions the padded buffers hold room for.
+    capacity: usize,
+    input: Vec<f32>,
+    current: Vec<f32>,
+    next: Vec<f32>,
+    middle: Vec<f32>,
+    /// Winograd-domain inputs `[tile][16][channels]` and outputs
+    /// `[tile][16][channels]`.
+    transformed: Vec<f32>,
+    products: Vec<f32>,
+    policy_hidden: Vec<f32>,
+    logits: Vec<f32>,
+    value_planes: Vec<f32>,
+    pooled: Vec<f32>,
+    hidden: Vec<f32>,
+}
+
+fn values_of<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
+    tensor.into_data().try_to_vec::<f32>().expect("f32 tensors")
+}
+
+impl WinogradConv {
+    fn new(conv: &burn::nn::conv::Conv2d) -> WinogradConv {
+        let [outputs, inputs, kh, kw] = conv.weight.dims();
+        assert_eq!([kh, kw], [3, 3], "Winograd F(2x2, 3x3) needs 3x3 kernels");
+        let g = values_of(conv.weight.val());
+        // G from Lavin & Gray (2015): 4x3, the filter transform.
+        const G: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]];
+        let mut weights = vec![0.0; 16 * inputs * outputs];
+        for o in 0..outputs {
+            for i in 0..inputs {
+                let kernel = &g[(o * inputs + i) * 9..][..9];
+                for a in 0..4 {
+                    for b in 0..4 {
+                        let mut sum = 0.0;
+                        for (r, g_ar) in G[a].iter().enumerate() {
+                            for (c, g_bc) in G[b].iter().enumerate() {
+                                sum += g_ar * kernel[r * 3 + c] * g_bc;
+                            }
+                        }
+                        weights[((a * 4 + b) * inputs + i) * outputs + o] = sum;
+                    }
+                }
+            }
+        }
+        let bias = conv.bias.as_ref().map_or_else(|| vec![0.0; outputs], |b| values_of(b.val()));
+        WinogradConv { inputs, outputs, weights, bias }
+    }
+
+    /// Convolves the padded `source` into `destination` (padded or
+    /// compact, as `epilogue` says); `skip` is the residual input.
+    #[allow(clippy::too_many_arguments)]
+    fn forward(
+        &self,
+        geometry: Geometry,
+        batch: usize,
+        source: &[f32],
+        skip: &[f32],
+        destination: &mut [f32],
+        transformed: &mut [f32],
+        products: &mut [f32],
+        epilogue: Epilogue,
+    ) {
+        let (cin, cout) = (self.inputs, self.outputs);
+        let (th, tw) = geometry.tiles();
+        let (_, wp) = geometry.padded();
+        let tiles = batch * th * tw;
+        let transformed = &mut transformed[..tiles * 16 * cin];
+        let products = &mut products[..tiles * 16 * cout];
+
+        // Input transform Bᵀ d B of each 4x4 patch (stride 2), per channel.
+        for (tile, out) in transformed.chunks_exact_mut(16 * cin).enumerate() {
+            let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
+            let corner = ((b * geometry.padded().0 + 2 * ty) * wp + 2 * tx) * cin;
+            let row = |i: usize| &source[corner + i * wp * cin..][..4 * cin];
+            let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+            for c in 0..cin {
+                let d = |r: &[f32], j: usize| r[j * cin + c];
+                // Rows: t = Bᵀ d.
+                let mut t = [[0.0f32; 4]; 4];
+                for j in 0..4 {
+                    let (d0, d1, d2, d3) = (d(r0, j), d(r1, j), d(r2, j), d(r3, j));
+                    t[0][j] = d0 - d2;
+                    t[1][j] = d1 + d2;
+                    t[2][j] = d2 - d1;
+                    t[3][j] = d1 - d3;
+                }
+                // Columns: V = t B.
+                for (i, ti) in t.iter().enumerate() {
+                    out[(i * 4) * cin + c] = ti[0] - ti[2];
+                    out[(i * 4 + 1) * cin + c] = ti[1] + ti[2];
+                    out[(i * 4 + 2) * cin + c] = ti[2] - ti[1];
+                    out[(i * 4 + 3) * cin + c] = ti[1] - ti[3];
+                }
+            }
+        }
+
+        // One matrix product per tile element: [tiles x cin] x [cin x cout].
+        for k in 0..16 {
+            // SAFETY: the slices hold `tiles` rows of 16 x cin (lhs) and
+            // 16 x cout (dst) values, the weights 16 x cin x cout; the
+            // strides below stay inside them.
+            unsafe {
+                gemm::gemm(
+                    tiles,
+                    cout,
+                    cin,
+                    products.as_mut_ptr().add(k * cout),
+                    1,
+                    (16 * cout) as isize,
+                    false,
+                    transformed.as_ptr().add(k * cin),
+                    1,
+                    (16 * cin) as isize,
+                    self.weights.as_ptr().add(k * cin * cout),
+                    1,
+                    cout as isize,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+            }
+        }
+
+        // Output transform Aᵀ m A, bias and epilogue.
+        let (rows, cols) = (geometry.rows, geometry.cols);
+        for (tile, m) in products.chunks_exact(16 * cout).enumerate() {
+            let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
+            for o in 0..cout {
+                let e = |k: usize| m[k * cout + o];
+                // Rows: s = Aᵀ m (2x4).
+                let mut s = [[0.0f32; 4]; 2];
+                for j in 0..4 {
+                    let (m0, m1, m2, m3) = (e(j), e(4 + j), e(8 + j), e(12 + j));
+                    s[0][j] = m0 + m1 + m2;
+                    s[1][j] = m1 - m2 - m3;
+                }
+                for (oi, si) in s.iter().enumerate() {
+                    let y = 2 * ty + oi;
+                    if y >= rows {
+                        continue;
+                    }
+                    let outputs = [si[0] + si[1] + si[2], si[1] - si[2] - si[3]];
+                    for (oj, value) in outputs.into_iter().enumerate() {
+                        let x = 2 * tx + oj;
+                        if x >= cols {
+                            continue;
+                        }
+                        let value = value + self.bias[o];
+                        match epilogue {
+                            Epilogue::Relu => {
+                                destination[geometry.padded_index(b, y, x) * cout + o] = value.max(0.0);
+                            }
+                            Epilogue::Residual { gate } => {
+                                let at = geometry.padded_index(b, y, x) * cout + o;
+                                destination[at] = (skip[at] + gate * value).max(0.0);
+                            }
+                            Epilogue::ReluCompact => {
+                                destination[((b * rows + y) * cols + x) * cout + o] = value.max(0.0);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Dense {
+    fn conv(conv: &burn::nn::conv::Conv2d) -> Dense {
+        let [outputs, inputs, _, _] = conv.weight.dims();
+        let w = values_of(conv.weight.val()); // [outputs][inputs]
+        let mut weights = vec![0.0; inputs * outputs];
+        for o in 0..outputs {
+            for i in 0..inputs {
+                weights[i * outputs + o] = w[o * inputs + i];
+            }
+        }
+        let bias = conv.bias.as_ref().map_or_else(|| vec![0.0; outputs], |b| values_of(b.val()));
+        Dense { inputs, outputs, weights, bias }
+    }
+
+    fn linear(linear: &burn::nn::Linear) -> Dense {
+        let [inputs, outputs] = linear.weight.dims();
+        let bias = linear.bias.as_ref().map_or_else(|| vec![0.0; outputs], |b| values_of(b.val()));
+        Dense { inputs, outputs, weights: values_of(linear.weight.val()), bias }
+    }
+
+    /// `destination[r] = source[r] x weights + bias` for `rows` rows.
+    fn forward(&self, rows: usize, source: &[f32], destination: &mut [f32]) {
+        let (inputs, outputs) = (self.inputs, self.outputs);
+        let destination = &mut destination[..rows * outputs];
+        for row in destination.chunks_exact_mut(outputs) {
+            row.copy_from_slice(&self.bias);
+        }
+        assert!(source.len() >= rows * inputs);
+        // SAFETY: `source` holds rows x inputs values, `destination` rows x
+        // outputs, the weights inputs x outputs, all row-major.
+        unsafe {
+            gemm::gemm(
+                rows,
+                outputs,
+                inputs,
+                destination.as_mut_ptr(),
+                1,
+                outputs as isize,
+                true,
+                source.as_ptr(),
+                1,
+                inputs as isize,
+                self.weights.as_ptr(),
+                1,
+                outputs as isize,
+                1.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        }
+    }
+}
+
+impl NativeNet {
+    /// Reads the weights of `net`.
+    pub fn new(net: &Net) -> NativeNet {
+        let stem = WinogradConv::new(&net.stem);
+        NativeNet {
+            channels: stem.outputs,
+            stem,
+            blocks: net
+                .blocks
+                .iter()
+                .map(|block| {
+                    let gate = values_of(block.gate.val())[0];
+                    (WinogradConv::new(&block.first), WinogradConv::new(&block.second), gate)
+                })
+                .collect(),
+            policy_hidden: WinogradConv::new(&net.policy_hidden),
+            policy_out: Dense::conv(&net.policy_out),
+            value_conv: Dense::conv(&net.value_conv),
+            value_hidden: Dense::linear(&net.value_hidden),
+            value_out: Dense::linear(&net.value_out),
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// As [`Net::forward`]: `planes` holds `batch` positions of `rows` x
+    /// `cols` as `[batch, INPUT_PLANES, rows, cols]`; `policy` receives the
+    /// logits `[batch, MOVE_KINDS * rows * cols]` and `values` the values,
+    /// both replacing what they held.
+    pub fn forward(
+        &mut self,
+        batch: usize,
+        rows: usize,
+        cols: usize,
+        planes: &[f32],
+        policy: &mut Vec<f32>,
+        values: &mut Vec<f32>,
+    ) {
+        let geometry = Geometry { rows, cols };
+        let cells = rows * cols;
+        assert_eq!(planes.len(), batch * INPUT_PLANES * cells, "planes of {batch} positions of {rows}x{cols}");
+        policy.clear();
+        policy.resize(batch * MOVE_KINDS * cells, 0.0);
+        values.clear();
+        // Sub-batches of about 512 tiles keep a layer's Winograd-domain
+        // data in the core's L2 cache; larger batches gain nothing (batch
+        // 128 in one piece ran at 0.65x of batch 32).
+        let (th, tw) = geometry.tiles();
+        let chunk = (MAX_TILES / (th * tw)).max(1);
+        let mut start = 0;
+        while start < batch {
+            let n = chunk.min(batch - start);
+            let planes = &planes[start * INPUT_PLANES * cells..(start + n) * INPUT_PLANES * cells];
+            let policy = &mut policy[start * MOVE_KINDS * cells..(start + n) * MOVE_KINDS * cells];
+            self.forward_chunk(geometry, n, planes, policy, values);
+            start += n;
+        }
+    }
+
+    /// [`NativeNet::forward`] of one sub-batch: writes `policy`, appends to
+    /// `values`.
+    fn forward_chunk(
+        &mut self,
+        geometry: Geometry,
+        batch: usize,
+        planes: &[f32],
+        policy: &mut [f32],
+        values: &mut Vec<f32>,
+    ) {
+        let (rows, cols) = (geometry.rows, geometry.cols);
+        let cells = rows * cols;
+        self.prepare(geometry, batch);
+        let s = &mut self.scratch;
+
+        for b in 0..batch {
+            for plane in 0..INPUT_PLANES {
+                let source = &planes[(b * INPUT_PLANES + plane) * cells..][..cells];
+                for (cell, &value) in source.iter().enumerate() {
+                    s.input[geometry.padded_index(b, cell / cols, cell % cols) * INPUT_PLANES + plane] = value;
+                }
+            }
+        }
+        let (t, p) = (&mut s.transformed, &mut s.products);
+        self.stem.forward(geometry, batch, &s.input, &[], &mut s.current, t, p, Epilogue::Relu);
+        for (first, second, gate) in &self.blocks {
+            first.forward(geometry, batch, &s.current, &[], &mut s.middle, t, p, Epilogue::Relu);
+            let residual = Epilogue::Residual { gate: *gate };
+            second.forward(geometry, batch, &s.middle, &s.current, &mut s.next, t, p, residual);
+            std::mem::swap(&mut s.current, &mut s.next);
+        }
+
+        // Policy: 3x3 then 1x1, channels-last, then to burn's
+        // [batch, kind, row, col] order.
+        let positions = batch * cells;
+        let hidden = &mut s.policy_hidden;
+        self.policy_hidden.forward(geometry, batch, &s.current, &[], hidden, t, p, Epilogue::ReluCompact);
+        self.policy_out.forward(positions, hidden, &mut s.logits);
+        for (at, logits) in s.logits[..positions * MOVE_KINDS].chunks_exact(MOVE_KINDS).enumerate() {
+            let (b, cell) = (at / cells, at % cells);
+            for (kind, &logit) in logits.iter().enumerate() {
+                policy[(b * MOVE_KINDS + kind) * cells + cell] = logit;
+            }
+        }
+
+        // Value: 1x1 over every padded cell (the border's results are
+        // skipped), mean and max over the board, two linear layers.
+        let v = self.value_conv.outputs;
+        self.value_conv.forward(batch * geometry.padded_cells(), &s.current, &mut s.value_planes);
+        for b in 0..batch {
+            let pooled = &mut s.pooled[..2 * v];
+            pooled[..v].fill(0.0);
+            pooled[v..].fill(f32::NEG_INFINITY);
+            for cell in 0..cells {
+                let at = geometry.padded_index(b, cell / cols, cell % cols) * v;
+                for (c, &x) in s.value_planes[at..at + v].iter().enumerate() {
+                    let x = x.max(0.0);
+                    pooled[c] += x;
+                    pooled[v + c] = pooled[v + c].max(x);
+                }
+            }
+            for mean in &mut pooled[..v] {
+                *mean /= cells as f32;
+            }
+            self.value_hidden.forward(1, pooled, &mut s.hidden);
+            for h in &mut s.hidden[..self.value_hidden.outputs] {
+                *h = h.max(0.0);
+            }
+            let mut out = [0.0f32];
+            self.value_out.forward(1, &s.hidden, &mut out);
+            values.push(out[0].tanh());
+        }
+    }
+
+    /// Sizes the buffers for `batch` positions of `geometry`, clearing the
+    /// padded ones when the board size changes.
+    fn prepare(&mut self, geometry: Geometry, batch: usize) {
+        let s = &mut self.scratch;
+        if s.geometry != geometry || s.capacity < batch {
+            let padded = batch.max(s.capacity) * geometry.padded_cells();
+            let c = self.channels;
+            for (buffer, channels) in
+                [(&mut s.input, INPUT_PLANES), (&mut s.current, c), (&mut s.next, c), (&mut s.middle, c)]
+            {
+                buffer.clear();
+                buffer.resize(padded * channels, 0.0);
+            }
+            s.geometry = geometry;
+            s.capacity = batch.max(s.capacity);
+        }
+        let (th, tw) = geometry.tiles();
+        let tiles = batch * th * tw;
+        let widest = self.channels.max(INPUT_PLANES).max(self.policy_hidden.outputs);
+        let cells = batch * geometry.rows * geometry.cols;
+        grow(&mut s.transformed, tiles * 16 * widest);
+        grow(&mut s.products, tiles * 16 * widest);
+        grow(&mut s.policy_hidden, cells * self.policy_hidden.outputs);
+        grow(&mut s.logits, cells * MOVE_KINDS);
+        grow(&mut s.value_planes, batch * geometry.padded_cells() * self.value_conv.outputs);
+        grow(&mut s.pooled, 2 * self.value_conv.outputs);
+        grow(&mut s.hidden, self.value_hidden.outputs);
+    }
+}
+
+/// Grows `buffer` to at least `len` values (never shrinks: no reallocation
+/// once the largest call has been seen).
+fn grow(buffer: &mut Vec<f32>, len: usize) {
+    if buffer.len() < len {
+        buffer.resize(len, 0.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::write_planes;
+    use crate::model::NetConfig;
+    use burn::module::Param;
+    use burn::tensor::{Device, TensorData};
+    use konane_rules::Size;
+    use konane_rules::sample::cycled_positions;
+
+    /// A small net whose residual gates are switched on (fresh nets start
+    /// with zero gates, which would hide the residual branches).
+    fn gated_net(blocks: usize, channels: usize) -> Net {
+        let device = Device::flex();
+        let mut net = NetConfig::new().with_blocks(blocks).with_channels(channels).init(&device);
+        for (i, block) in net.blocks.iter_mut().enumerate() {
+            block.gate =
+                Param::from_tensor(Tensor::from_data(TensorData::new(vec![0.7 - 0.3 * i as f32], [1]), &device));
+        }
+        net
+    }
+
+    #[test]
+    fn matches_burn_on_every_shape_of_board() {
+        let net = gated_net(2, 16);
+        let mut native = NativeNet::new(&net);
+        // Odd sides, a single cell, a rectangle and the biggest board; a
+        // smaller batch after a bigger one reuses the buffers.
+        for (size, batch) in [("8x8", 5), ("5x7", 3), ("1x1", 1), ("13x20", 2), ("8x8", 2), ("6x6", 4), ("13x13", 20)] {
+            let size: Size = size.parse().unwrap();
+            let boards = cycled_positions(size, batch);
+            let stride = INPUT_PLANES * size.cells();
+            let mut planes = vec![0.0; batch * stride];
+            for (position, out) in boards.iter().zip(planes.chunks_exact_mut(stride)) {
+                write_planes(position, out);
+            }
+            let shape = [batch, INPUT_PLANES, size.rows(), size.cols()];
+            let input = Tensor::<4>::from_data(TensorData::new(planes.clone(), shape), &Device::flex());
+            let (burn_policy, burn_values) = net.forward(input);
+            let burn_policy = values_of(burn_policy);
+            let burn_values = values_of(burn_values);
+            let (mut policy, mut values) = (vec![9.0; 3], vec![9.0]);
+            native.forward(batch, size.rows(), size.cols(), &planes, &mut policy, &mut values);
+            assert_eq!(policy.len(), burn_policy.len(), "{size}");
+            assert_eq!(values.len(), batch, "{size}");
+            let worst = policy.iter().zip(&burn_policy).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(worst < 1e-4, "{size}: policy differs by {worst}");
+            let worst = values.iter().zip(&burn_values).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(worst < 1e-5, "{size}: value differs by {worst}");
+            // Not a vacuous match: the outputs vary across positions.
+            assert!(burn_policy.iter().any(|&x| (x - burn_policy[0]).abs() > 1e-3), "{size}");
+        }
+    }
+}
