@@ -57,7 +57,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// Caps glibc's malloc at two arenas (unless `MALLOC_ARENA_MAX` says
+/// otherwise). By default glibc gives each thread that allocates its own
+/// arena, up to eight per core, and keeps freed memory in them: a long
+/// `konane train` (self-play workers, burn's training threads, evaluation
+/// threads) grew from 250 to 305 MiB of resident memory over eighteen 8x8
+/// iterations with a full replay window, and fell to about 110 MiB with two
+/// arenas (README, memory).
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets an allocator parameter; called first
+        // thing in main, before any other thread exists.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KONANE_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
