@@ -84,7 +84,7 @@ impl NetEvaluator {
     }
 
     /// As [`NetEvaluator::forward`], into `self.logits` and `self.values`
-    /// (no allocation on the native engine once buffers have grown).
+    /// (reused between calls on the native engine).
     fn forward_into_buffers(&mut self, positions: &[Position]) {
         let size = positions[0].size();
         let cells = size.cells();

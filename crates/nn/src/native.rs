@@ -13,9 +13,9 @@
 //!
 //! The weights are the burn network's own (read once from its parameters),
 //! so every checkpoint runs here unchanged; training stays in burn.
-//! Outputs match [`Net::forward`] to float rounding (tests below). Buffers
-//! are kept between calls: a forward pass allocates nothing once the
-//! largest batch has been seen.
+//! Outputs match [`Net::forward`] to float rounding (tests below). Our
+//! buffers are kept between calls and only grow; `gemm` still allocates its
+//! small packing buffers inside each product.
 
 use burn::tensor::Tensor;
 use gemm::Parallelism;
@@ -23,7 +23,10 @@ use gemm::Parallelism;
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 use crate::model::Net;
 
-/// Tiles per sub-batch (see [`NativeNet::forward`]).
+/// Tiles per sub-batch (32 positions of 8x8), measured: at 512 tiles a
+/// layer's Winograd-domain data (2 MiB each way at 64 channels) still runs
+/// at full speed, a whole batch of 128 8x8 positions in one piece ran at
+/// 0.65x as it spills out of the core's caches.
 const MAX_TILES: usize = 512;
 
 /// A 3x3 convolution with "same" padding, its weights in the Winograd
@@ -91,7 +94,6 @@ impl Geometry {
 
 /// The network on konane's own CPU kernels; see the module documentation.
 pub struct NativeNet {
-    channels: usize,
     stem: WinogradConv,
     blocks: Vec<(WinogradConv, WinogradConv, f32)>,
     policy_hidden: WinogradConv,
@@ -133,6 +135,13 @@ impl WinogradConv {
     fn new(conv: &burn::nn::conv::Conv2d) -> WinogradConv {
         let [outputs, inputs, kh, kw] = conv.weight.dims();
         assert_eq!([kh, kw], [3, 3], "Winograd F(2x2, 3x3) needs 3x3 kernels");
+        assert!(
+            conv.stride == [1, 1]
+                && conv.dilation == [1, 1]
+                && conv.groups == 1
+                && matches!(conv.padding, burn::nn::PaddingConfig2d::Same),
+            "the native kernels implement stride-1, same-padded, ungrouped convolutions only"
+        );
         let g = values_of(conv.weight.val());
         // G from Lavin & Gray (2015): 4x3, the filter transform.
         const G: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]];
@@ -173,7 +182,7 @@ impl WinogradConv {
     ) {
         let (cin, cout) = (self.inputs, self.outputs);
         let (th, tw) = geometry.tiles();
-        let (_, wp) = geometry.padded();
+        let (hp, wp) = geometry.padded();
         let tiles = batch * th * tw;
         let transformed = &mut transformed[..tiles * 16 * cin];
         let products = &mut products[..tiles * 16 * cout];
@@ -181,7 +190,7 @@ impl WinogradConv {
         // Input transform Bᵀ d B of each 4x4 patch (stride 2), per channel.
         for (tile, out) in transformed.chunks_exact_mut(16 * cin).enumerate() {
             let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
-            let corner = ((b * geometry.padded().0 + 2 * ty) * wp + 2 * tx) * cin;
+            let corner = ((b * hp + 2 * ty) * wp + 2 * tx) * cin;
             let row = |i: usize| &source[corner + i * wp * cin..][..4 * cin];
             let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
             for c in 0..cin {
@@ -207,9 +216,10 @@ impl WinogradConv {
 
         // One matrix product per tile element: [tiles x cin] x [cin x cout].
         for k in 0..16 {
-            // SAFETY: the slices hold `tiles` rows of 16 x cin (lhs) and
-            // 16 x cout (dst) values, the weights 16 x cin x cout; the
-            // strides below stay inside them.
+            // SAFETY: `transformed` and `products` were cut above to exactly
+            // `tiles` rows of 16 x cin and 16 x cout values (bounds-checked),
+            // the weights hold 16 x cin x cout; product k reads columns
+            // k*cin..(k+1)*cin of each row and writes k*cout..(k+1)*cout.
             unsafe {
                 gemm::gemm(
                     tiles,
@@ -281,7 +291,8 @@ impl WinogradConv {
 
 impl Dense {
     fn conv(conv: &burn::nn::conv::Conv2d) -> Dense {
-        let [outputs, inputs, _, _] = conv.weight.dims();
+        let [outputs, inputs, kh, kw] = conv.weight.dims();
+        assert!([kh, kw] == [1, 1] && conv.groups == 1, "a dense layer is an ungrouped 1x1 convolution");
         let w = values_of(conv.weight.val()); // [outputs][inputs]
         let mut weights = vec![0.0; inputs * outputs];
         for o in 0..outputs {
@@ -338,10 +349,8 @@ impl Dense {
 impl NativeNet {
     /// Reads the weights of `net`.
     pub fn new(net: &Net) -> NativeNet {
-        let stem = WinogradConv::new(&net.stem);
         NativeNet {
-            channels: stem.outputs,
-            stem,
+            stem: WinogradConv::new(&net.stem),
             blocks: net
                 .blocks
                 .iter()
@@ -468,24 +477,34 @@ impl NativeNet {
     }
 
     /// Sizes the buffers for `batch` positions of `geometry`, clearing the
-    /// padded ones when the board size changes.
+    /// padded ones when the board size changes (a new size starts from its
+    /// own batch: a big batch of small boards must not size a big board's
+    /// buffers).
     fn prepare(&mut self, geometry: Geometry, batch: usize) {
+        let channels = self.stem.outputs;
+        let convolutions = || {
+            let blocks = self.blocks.iter().flat_map(|(first, second, _)| [first, second]);
+            [&self.stem, &self.policy_hidden].into_iter().chain(blocks)
+        };
+        let widest = convolutions().map(|conv| conv.inputs.max(conv.outputs)).max().unwrap_or(channels);
         let s = &mut self.scratch;
         if s.geometry != geometry || s.capacity < batch {
-            let padded = batch.max(s.capacity) * geometry.padded_cells();
-            let c = self.channels;
-            for (buffer, channels) in
-                [(&mut s.input, INPUT_PLANES), (&mut s.current, c), (&mut s.next, c), (&mut s.middle, c)]
-            {
+            let positions = if s.geometry == geometry { batch.max(s.capacity) } else { batch };
+            let padded = positions * geometry.padded_cells();
+            for (buffer, width) in [
+                (&mut s.input, INPUT_PLANES),
+                (&mut s.current, channels),
+                (&mut s.next, channels),
+                (&mut s.middle, channels),
+            ] {
                 buffer.clear();
-                buffer.resize(padded * channels, 0.0);
+                buffer.resize(padded * width, 0.0);
             }
             s.geometry = geometry;
-            s.capacity = batch.max(s.capacity);
+            s.capacity = positions;
         }
         let (th, tw) = geometry.tiles();
         let tiles = batch * th * tw;
-        let widest = self.channels.max(INPUT_PLANES).max(self.policy_hidden.outputs);
         let cells = batch * geometry.rows * geometry.cols;
         grow(&mut s.transformed, tiles * 16 * widest);
         grow(&mut s.products, tiles * 16 * widest);
@@ -532,8 +551,11 @@ mod tests {
         let net = gated_net(2, 16);
         let mut native = NativeNet::new(&net);
         // Odd sides, a single cell, a rectangle and the biggest board; a
-        // smaller batch after a bigger one reuses the buffers.
-        for (size, batch) in [("8x8", 5), ("5x7", 3), ("1x1", 1), ("13x20", 2), ("8x8", 2), ("6x6", 4), ("13x13", 20)] {
+        // batch that outgrows the buffers of its size; a batch split in
+        // sub-batches (13x13).
+        for (size, batch) in
+            [("8x8", 5), ("5x7", 3), ("1x1", 1), ("13x20", 2), ("8x8", 2), ("6x6", 4), ("6x6", 30), ("13x13", 20)]
+        {
             let size: Size = size.parse().unwrap();
             let boards = cycled_positions(size, batch);
             let stride = INPUT_PLANES * size.cells();
