@@ -423,6 +423,7 @@ impl Loop {
     /// checkpoint of the iteration so far is written).
     fn iteration(&mut self, iteration: u64, run_started: Instant) -> Result<Option<IterationMetrics>, TrainError> {
         let started = Instant::now();
+        metrics::reset_peak_memory();
         let config = self.config.clone();
         // A run stopped part-way resumes after the phases it checkpointed.
         let resumed = self.state.partial.take().filter(|p| p.iteration == iteration);
@@ -434,6 +435,8 @@ impl Loop {
             },
         };
 
+        metrics::release_free_memory();
+
         // Training.
         if !partial.trained {
             if !self.train_phase(iteration, &config, &mut partial) {
@@ -441,6 +444,7 @@ impl Loop {
             }
             partial.trained = true;
         }
+        metrics::release_free_memory();
         let mut m = self.metrics_of(&partial);
 
         // Evaluation.
@@ -453,6 +457,7 @@ impl Loop {
             }
         }
         let eval_seconds = eval_started.elapsed().as_secs_f64();
+        metrics::release_free_memory();
 
         // Checkpoint.
         self.state.iteration = iteration;
@@ -469,7 +474,7 @@ impl Loop {
         m.timing.train_share = m.timing.train_seconds / total;
         m.timing.eval_share = eval_seconds / total;
         m.timing.elapsed_seconds = run_started.elapsed().as_secs_f64();
-        (m.timing.rss_mib, m.timing.peak_rss_mib) = crate::metrics::memory_mib();
+        (m.timing.rss_mib, m.timing.peak_rss_mib) = metrics::memory_mib();
         // The line is appended after the checkpoint: a kill in between loses
         // it from metrics.jsonl only until the resume rewrites the file from
         // the checkpoint (whose copy has the timings of the write before).
