@@ -59,11 +59,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// Caps glibc's malloc at two arenas (unless `MALLOC_ARENA_MAX` says
 /// otherwise). By default glibc gives each thread that allocates its own
-/// arena, up to eight per core, and keeps freed memory in them: a long
+/// arena, up to eight per core, and each keeps its freed memory: a long
 /// `konane train` (self-play workers, burn's training threads, evaluation
-/// threads) grew from 250 to 305 MiB of resident memory over eighteen 8x8
-/// iterations with a full replay window, and fell to about 110 MiB with two
-/// arenas (README, memory).
+/// threads) held 260-305 MiB resident at the end of 8x8 iterations with a
+/// full replay window, 106-152 MiB with two arenas (README, memory).
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
