@@ -10,12 +10,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
-    /// burn-flex: pure Rust, the fastest CPU backend of burn 0.22 here
-    /// (see the README's inference benchmark).
+    /// burn-flex: pure Rust, the fastest CPU backend of burn 0.22 here;
+    /// training runs on it, searches on the native kernels over the same
+    /// weights ([`crate::NativeNet`], twice burn-flex's speed).
     #[default]
     Flex,
     /// burn-ndarray: the backend the project was first specified with;
-    /// deprecated in burn 0.22 and several times slower.
+    /// deprecated in burn 0.22 and several times slower. Searches run
+    /// through burn too, so the whole loop runs on it.
     Ndarray,
 }
 
