@@ -1,6 +1,7 @@
 //! Network speed: inference positions/s per batch size, board and engine
-//! (native kernels, burn-flex, burn-ndarray) for the default network, and PUCT simulations/s with the network on 8x8
-//! together with the share of search time spent outside the network.
+//! (native kernels, burn-flex, burn-ndarray) for the default network, and
+//! PUCT simulations/s with the network on 8x8 together with the share of
+//! search time spent outside the network.
 //!
 //! `cargo bench -p konane-nn`
 

@@ -101,6 +101,9 @@ pub struct NativeNet {
     value_conv: Dense,
     value_hidden: Dense,
     value_out: Dense,
+    /// The most channels any convolution reads or writes: the width of
+    /// the Winograd-domain buffers.
+    widest: usize,
     scratch: Scratch,
 }
 
@@ -249,6 +252,17 @@ impl WinogradConv {
         let (rows, cols) = (geometry.rows, geometry.cols);
         for (tile, m) in products.chunks_exact(16 * cout).enumerate() {
             let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
+            // Where each of the tile's 2x2 outputs goes, found once for all
+            // channels (`None`: past the last row or column of an odd side).
+            let targets: [[Option<usize>; 2]; 2] = std::array::from_fn(|oi| {
+                std::array::from_fn(|oj| {
+                    let (y, x) = (2 * ty + oi, 2 * tx + oj);
+                    (y < rows && x < cols).then(|| match epilogue {
+                        Epilogue::ReluCompact => ((b * rows + y) * cols + x) * cout,
+                        Epilogue::Relu | Epilogue::Residual { .. } => geometry.padded_index(b, y, x) * cout,
+                    })
+                })
+            });
             for o in 0..cout {
                 let e = |k: usize| m[k * cout + o];
                 // Rows: s = Aᵀ m (2x4).
@@ -258,30 +272,16 @@ impl WinogradConv {
                     s[0][j] = m0 + m1 + m2;
                     s[1][j] = m1 - m2 - m3;
                 }
-                for (oi, si) in s.iter().enumerate() {
-                    let y = 2 * ty + oi;
-                    if y >= rows {
-                        continue;
-                    }
+                // Columns: y = s A, then the bias and the epilogue.
+                for (si, row) in s.iter().zip(&targets) {
                     let outputs = [si[0] + si[1] + si[2], si[1] - si[2] - si[3]];
-                    for (oj, value) in outputs.into_iter().enumerate() {
-                        let x = 2 * tx + oj;
-                        if x >= cols {
-                            continue;
-                        }
+                    for (value, target) in outputs.into_iter().zip(row) {
+                        let Some(at) = target.map(|t| t + o) else { continue };
                         let value = value + self.bias[o];
-                        match epilogue {
-                            Epilogue::Relu => {
-                                destination[geometry.padded_index(b, y, x) * cout + o] = value.max(0.0);
-                            }
-                            Epilogue::Residual { gate } => {
-                                let at = geometry.padded_index(b, y, x) * cout + o;
-                                destination[at] = (skip[at] + gate * value).max(0.0);
-                            }
-                            Epilogue::ReluCompact => {
-                                destination[((b * rows + y) * cols + x) * cout + o] = value.max(0.0);
-                            }
-                        }
+                        destination[at] = match epilogue {
+                            Epilogue::Relu | Epilogue::ReluCompact => value.max(0.0),
+                            Epilogue::Residual { gate } => (skip[at] + gate * value).max(0.0),
+                        };
                     }
                 }
             }
@@ -349,17 +349,23 @@ impl Dense {
 impl NativeNet {
     /// Reads the weights of `net`.
     pub fn new(net: &Net) -> NativeNet {
+        let stem = WinogradConv::new(&net.stem);
+        let blocks: Vec<_> = net
+            .blocks
+            .iter()
+            .map(|block| {
+                let gate = values_of(block.gate.val())[0];
+                (WinogradConv::new(&block.first), WinogradConv::new(&block.second), gate)
+            })
+            .collect();
+        let policy_hidden = WinogradConv::new(&net.policy_hidden);
+        let convolutions = [&stem, &policy_hidden].into_iter().chain(blocks.iter().flat_map(|(a, b, _)| [a, b]));
+        let widest = convolutions.map(|conv| conv.inputs.max(conv.outputs)).max().expect("a stem");
         NativeNet {
-            stem: WinogradConv::new(&net.stem),
-            blocks: net
-                .blocks
-                .iter()
-                .map(|block| {
-                    let gate = values_of(block.gate.val())[0];
-                    (WinogradConv::new(&block.first), WinogradConv::new(&block.second), gate)
-                })
-                .collect(),
-            policy_hidden: WinogradConv::new(&net.policy_hidden),
+            stem,
+            blocks,
+            policy_hidden,
+            widest,
             policy_out: Dense::conv(&net.policy_out),
             value_conv: Dense::conv(&net.value_conv),
             value_hidden: Dense::linear(&net.value_hidden),
@@ -387,9 +393,7 @@ impl NativeNet {
         policy.clear();
         policy.resize(batch * MOVE_KINDS * cells, 0.0);
         values.clear();
-        // Sub-batches of about 512 tiles keep a layer's Winograd-domain
-        // data in the core's L2 cache; larger batches gain nothing (batch
-        // 128 in one piece ran at 0.65x of batch 32).
+        // Sub-batches of at most MAX_TILES tiles.
         let (th, tw) = geometry.tiles();
         let chunk = (MAX_TILES / (th * tw)).max(1);
         let mut start = 0;
@@ -482,11 +486,6 @@ impl NativeNet {
     /// buffers).
     fn prepare(&mut self, geometry: Geometry, batch: usize) {
         let channels = self.stem.outputs;
-        let convolutions = || {
-            let blocks = self.blocks.iter().flat_map(|(first, second, _)| [first, second]);
-            [&self.stem, &self.policy_hidden].into_iter().chain(blocks)
-        };
-        let widest = convolutions().map(|conv| conv.inputs.max(conv.outputs)).max().unwrap_or(channels);
         let s = &mut self.scratch;
         if s.geometry != geometry || s.capacity < batch {
             let positions = if s.geometry == geometry { batch.max(s.capacity) } else { batch };
@@ -506,8 +505,8 @@ impl NativeNet {
         let (th, tw) = geometry.tiles();
         let tiles = batch * th * tw;
         let cells = batch * geometry.rows * geometry.cols;
-        grow(&mut s.transformed, tiles * 16 * widest);
-        grow(&mut s.products, tiles * 16 * widest);
+        grow(&mut s.transformed, tiles * 16 * self.widest);
+        grow(&mut s.products, tiles * 16 * self.widest);
         grow(&mut s.policy_hidden, cells * self.policy_hidden.outputs);
         grow(&mut s.logits, cells * MOVE_KINDS);
         grow(&mut s.value_planes, batch * geometry.padded_cells() * self.value_conv.outputs);
