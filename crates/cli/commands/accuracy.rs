@@ -73,6 +73,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
         results.push(result);
     }
+    for result in results.iter().filter(|r| !r.misses.is_empty()) {
+        let mut stones: Vec<u32> = result.misses.iter().map(|m| m.stones).collect();
+        stones.sort_unstable();
+        println!("`{}` missed with these stone counts: {stones:?}", result.player);
+    }
     if let Some(path) = &args.json {
         let json = serde_json::json!({
             "size": args.size.to_string(),

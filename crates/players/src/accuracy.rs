@@ -140,22 +140,48 @@ pub struct Accuracy {
     pub share: f64,
     /// The same share expected from a uniformly random choice, for scale.
     pub random_share: f64,
+    /// The won positions where it chose a losing move, for study.
+    pub misses: Vec<Miss>,
+}
+
+/// A won position in which a player chose a losing move.
+#[derive(Clone, Debug, Serialize)]
+pub struct Miss {
+    /// The position in notation.md form.
+    pub position: String,
+    /// Stones on the board (the solver's work grows with them).
+    pub stones: u32,
+    /// The losing move chosen.
+    pub chosen: String,
+    /// The moves that would have kept the win.
+    pub winning_moves: Vec<String>,
 }
 
 /// Shows every won position of `set` to a fresh player from `factory`
 /// (seeded by the position's index) and counts its winning choices.
 pub fn score(factory: &dyn PlayerFactory, set: &PositionSet, seed: u64) -> Accuracy {
-    let correct = set
+    let misses: Vec<Miss> = set
         .won
         .par_iter()
         .enumerate()
-        .filter(|(i, won)| {
-            let mut player = factory.build(seed.wrapping_add(*i as u64));
+        .filter_map(|(i, won)| {
+            let mut player = factory.build(seed.wrapping_add(i as u64));
             let limits = player.limits();
-            player.choose(&won.position, &limits).is_some_and(|c| won.winning_moves.contains(&c.mv))
+            let chosen = player.choose(&won.position, &limits).map(|c| c.mv);
+            if chosen.is_some_and(|mv| won.winning_moves.contains(&mv)) {
+                return None;
+            }
+            let size = won.position.size();
+            Some(Miss {
+                position: won.position.to_string(),
+                stones: won.position.stones(),
+                chosen: chosen.map_or_else(|| "none".to_string(), |mv| mv.to_text(size)),
+                winning_moves: won.winning_moves.iter().map(|mv| mv.to_text(size)).collect(),
+            })
         })
-        .count();
+        .collect();
     let positions = set.won.len();
+    let correct = positions - misses.len();
     let random: f64 = set.won.iter().map(|w| w.winning_moves.len() as f64 / w.legal_moves as f64).sum();
     Accuracy {
         player: factory.label(),
@@ -163,6 +189,7 @@ pub fn score(factory: &dyn PlayerFactory, set: &PositionSet, seed: u64) -> Accur
         positions,
         share: correct as f64 / positions.max(1) as f64,
         random_share: random / positions.max(1) as f64,
+        misses,
     }
 }
 
@@ -197,7 +224,15 @@ mod tests {
         let random: PlayerSpec = "random".parse().unwrap();
         let deep = score(&deep, &set, 1);
         assert_eq!(deep.correct, deep.positions, "depth 30 solves 5x5 endgames");
+        assert!(deep.misses.is_empty());
         let random = score(&random, &set, 1);
+        assert_eq!(random.misses.len(), random.positions - random.correct);
+        for miss in &random.misses {
+            let won = set.won.iter().find(|w| w.position.to_string() == miss.position).expect("a scored position");
+            assert!(!miss.winning_moves.contains(&miss.chosen), "{miss:?}");
+            assert!(won.position.parse_legal_move(&miss.chosen).is_ok(), "{miss:?}");
+            assert_eq!(miss.stones, won.position.stones());
+        }
         assert!(random.share < 1.0 && random.share < deep.share, "{random:?}");
         assert!((random.share - random.random_share).abs() < 0.3, "{random:?}");
         assert!(random.random_share > 0.0 && random.random_share < 1.0);
