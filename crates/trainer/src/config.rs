@@ -172,6 +172,12 @@ pub struct SelfPlayConfig {
     pub solver_max_stones: u32,
     /// Node budget of one solve (an unsolved position keeps the game result).
     pub solver_nodes: u64,
+    /// Exact policy targets too: a solved won position's target keeps only
+    /// the visits of winning moves (each winning move gets one visit if the
+    /// search visited none), so the network learns the solver's moves, not
+    /// the search's mistakes. Costs a solve of every move instead of a
+    /// probe that stops at the first win.
+    pub solver_policy: bool,
 }
 
 impl Default for SelfPlayConfig {
@@ -193,6 +199,7 @@ impl Default for SelfPlayConfig {
             fast_simulations: 32,
             solver_max_stones: 0,
             solver_nodes: 100_000,
+            solver_policy: false,
         }
     }
 }

@@ -120,6 +120,10 @@ pub struct IterationMetrics {
     pub solved_samples: u64,
     /// Of those, the share that disagreed with the game result.
     pub solver_disagreement: f64,
+    /// Solved won samples whose search had visited a losing move (their
+    /// policy target was corrected when `solver_policy` is on).
+    #[serde(default)]
+    pub solver_policy_corrected: u64,
     /// Training steps this iteration.
     pub train_steps: u64,
     /// Training steps since the run started.

@@ -42,6 +42,28 @@ pub fn derive_seed(master: u64, iteration: u64, index: u64, stream: u64) -> u64 
     z ^ (z >> 31)
 }
 
+/// Restricts a won position's visit counts to its `winning` moves (the
+/// losing ones drop to 0; if no winning move was visited, each gets one
+/// visit); returns whether anything changed.
+fn correct_policy(visits: &mut [(Move, u32)], winning: &[Move]) -> bool {
+    let mut changed = false;
+    let mut kept = 0;
+    for (mv, n) in visits.iter_mut() {
+        if winning.contains(mv) {
+            kept += *n;
+        } else if *n > 0 {
+            *n = 0;
+            changed = true;
+        }
+    }
+    if kept == 0 {
+        for (_, n) in visits.iter_mut().filter(|(mv, _)| winning.contains(mv)) {
+            *n = 1;
+        }
+    }
+    changed
+}
+
 /// One finished self-play game.
 #[derive(Clone, Debug)]
 pub struct GameOutput {
@@ -80,6 +102,9 @@ pub struct SelfPlayStats {
     pub solved: u64,
     /// Solved samples whose exact value disagreed with the game result.
     pub solver_disagreed: u64,
+    /// Solved won samples whose search visited a losing move (their policy
+    /// target was corrected under `solver_policy`).
+    pub policy_corrected: u64,
 }
 
 impl SelfPlayStats {
@@ -92,6 +117,7 @@ impl SelfPlayStats {
         self.black_wins += other.black_wins;
         self.solved += other.solved;
         self.solver_disagreed += other.solver_disagreed;
+        self.policy_corrected += other.policy_corrected;
     }
 }
 
@@ -274,8 +300,8 @@ impl<'a> Worker<'a> {
     fn play_move(&mut self, game: &mut Game) -> bool {
         let config = self.job.config;
         if game.full {
-            let visits: Vec<(Move, u32)> = game.search.root_visits().collect();
-            let exact = self.solve(&game.position);
+            let mut visits: Vec<(Move, u32)> = game.search.root_visits().collect();
+            let exact = self.solve(&game.position, &mut visits);
             game.samples.push((PackedSample::new(&game.position, visits, 0.0), exact));
         }
         let temperature = config.temperature_at(game.ply);
@@ -292,13 +318,22 @@ impl<'a> Worker<'a> {
     }
 
     /// Whether the side to move wins, if the position is small enough to
-    /// solve within the budget.
-    fn solve(&mut self, position: &Position) -> Option<bool> {
+    /// solve within the budget; under `solver_policy` a won position's
+    /// `visits` keep only winning moves.
+    fn solve(&mut self, position: &Position, visits: &mut [(Move, u32)]) -> Option<bool> {
+        let config = self.job.config;
         let solver = self.solver.as_mut()?;
-        if position.stones() > self.job.config.solver_max_stones {
+        if position.stones() > config.solver_max_stones {
             return None;
         }
-        solver.wins_within(position, self.job.config.solver_nodes).ok()
+        if !config.solver_policy {
+            return solver.wins_within(position, config.solver_nodes).ok();
+        }
+        let solution = solver.solve_within(position, config.solver_nodes).ok()?;
+        if solution.win && correct_policy(visits, &solution.winning_moves) {
+            self.stats.policy_corrected += 1;
+        }
+        Some(solution.win)
     }
 
     fn finish(&mut self, game: Game) -> GameOutput {
@@ -335,5 +370,71 @@ impl<'a> Worker<'a> {
             solved,
             solver_disagreed: disagreed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use konane_nn::{NetConfig, init_net};
+    use konane_rules::Symmetry;
+
+    #[test]
+    fn correct_policy_keeps_winning_visits_or_gives_each_winner_one() {
+        let position = Position::start(Size::new(4, 4).unwrap());
+        let moves: Vec<Move> = position.moves().iter().copied().collect();
+        let (a, b) = (moves[0], moves[1]);
+        let mut visits = vec![(a, 5), (b, 3)];
+        assert!(correct_policy(&mut visits, &[b]));
+        assert_eq!(visits, vec![(a, 0), (b, 3)]);
+        let mut visits = vec![(a, 5), (b, 0)];
+        assert!(correct_policy(&mut visits, &[b]));
+        assert_eq!(visits, vec![(a, 0), (b, 1)], "an unvisited winner gets a visit");
+        let mut visits = vec![(a, 5), (b, 0)];
+        assert!(!correct_policy(&mut visits, &[a]));
+        assert_eq!(visits, vec![(a, 5), (b, 0)]);
+    }
+
+    /// With exact policy targets, every solved won sample's target puts
+    /// all its weight on winning moves, checked against a fresh solve.
+    #[test]
+    fn solver_policy_targets_hold_only_winning_moves() {
+        let net = init_net(&NetConfig::new().with_blocks(1).with_channels(8), &Backend::Flex.device(), 3);
+        let config = SelfPlayConfig {
+            games: 6,
+            parallel_games: 3,
+            simulations: 16,
+            solver_max_stones: 40,
+            solver_nodes: 1_000_000,
+            solver_policy: true,
+            ..SelfPlayConfig::default()
+        };
+        let stop = AtomicBool::new(false);
+        let job = SelfPlayJob {
+            net: &net,
+            backend: Backend::Flex,
+            config: &config,
+            sizes: &[Size::new(5, 5).unwrap()],
+            seed: 7,
+            iteration: 1,
+            threads: 1,
+            stop: &stop,
+            on_game: &|_| {},
+        };
+        let (games, stats) = play_games(&job).unwrap();
+        let mut solver = Solver::new(16);
+        let mut won = 0;
+        for sample in games.iter().flat_map(|g| &g.samples) {
+            let solution = solver.solve(&sample.position());
+            assert_eq!(sample.value, if solution.win { 1.0 } else { -1.0 }, "every sample is solved exactly");
+            if solution.win {
+                won += 1;
+                for (mv, p) in sample.unpack(Symmetry::Identity).policy {
+                    assert!(p == 0.0 || solution.winning_moves.contains(&mv), "{mv:?} loses yet has target {p}");
+                }
+            }
+        }
+        assert_eq!(stats.solved, stats.samples);
+        assert!(won > 0 && stats.policy_corrected > 0, "{won} won samples, {} corrected", stats.policy_corrected);
     }
 }

@@ -568,6 +568,7 @@ impl Loop {
             mean_batch: stats.evaluations as f64 / stats.batches.max(1) as f64,
             solved_samples: stats.solved,
             solver_disagreement: stats.solver_disagreed as f64 / stats.solved.max(1) as f64,
+            solver_policy_corrected: stats.policy_corrected,
             train_steps: partial.train_steps,
             total_steps: self.state.steps,
             // The rate of the last step taken.

@@ -1,0 +1,58 @@
+//! Where did player A throw a game away? For each game of a
+//! `konane eval --records FILE` file that A lost (A is black in the even
+//! games, counting from 0), walks back from the end to the last position
+//! where A was to move and the solver says A was winning: the ply and the
+//! stones left there, i.e. how small an endgame A misplayed. If a position
+//! on the way back cannot be solved within the node budget, the mistake
+//! lies further back and the line says so.
+//!
+//!     cargo run --release -p konane-rules --example last_win -- [NODES] < FILE
+
+use std::io::BufRead;
+
+use konane_rules::{Color, GameRecord, Position, Solver};
+
+fn main() {
+    let budget: u64 = match std::env::args().nth(1) {
+        Some(text) => text.parse().expect("NODES: a whole number"),
+        None => 3_000_000,
+    };
+    let mut solver = Solver::new(24);
+    for (index, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.expect("readable input");
+        let record: GameRecord = match line.parse() {
+            Ok(record) => record,
+            Err(e) => {
+                eprintln!("line {}: {e}", index + 1);
+                std::process::exit(1);
+            }
+        };
+        let a = if index % 2 == 0 { Color::Black } else { Color::White };
+        if record.result != Some(a.opposite()) {
+            continue;
+        }
+        let mut position = Position::start(record.size);
+        let mut before = Vec::with_capacity(record.moves.len());
+        for &mv in &record.moves {
+            before.push(position);
+            position.play_unchecked(mv);
+        }
+        let opening: Vec<String> = record.moves.iter().take(2).map(|m| m.display(record.size).to_string()).collect();
+        let mut verdict = String::from("A never had a win it could see");
+        for (ply, position) in before.iter().enumerate().rev().filter(|(_, p)| p.side_to_move() == a) {
+            match solver.wins_within(position, budget) {
+                Ok(true) => {
+                    verdict = format!("last won position: ply {} with {} stones", ply + 1, position.stones());
+                    break;
+                }
+                Ok(false) => {}
+                Err(_) => {
+                    verdict =
+                        format!("unsolved at ply {} ({} stones): the mistake is earlier", ply + 1, position.stones());
+                    break;
+                }
+            }
+        }
+        println!("game {index}: A {a:?}, opening {}, {} plies; {verdict}", opening.join(" "), record.moves.len());
+    }
+}
