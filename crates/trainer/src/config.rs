@@ -178,6 +178,13 @@ pub struct SelfPlayConfig {
     /// the search's mistakes. Costs a solve of every move instead of a
     /// probe that stops at the first win.
     pub solver_policy: bool,
+    /// Share of moves played uniformly at random instead of by the search,
+    /// in positions the solver labelled (so at most `solver_max_stones`
+    /// stones), so the network also learns positions that weaker players
+    /// reach. Their targets stay exact, and the unsolved positions before
+    /// them take as value the exact result of the game's first solved
+    /// position rather than the game's result. 0 turns it off.
+    pub random_move_probability: f64,
 }
 
 impl Default for SelfPlayConfig {
@@ -200,6 +207,7 @@ impl Default for SelfPlayConfig {
             solver_max_stones: 0,
             solver_nodes: 100_000,
             solver_policy: false,
+            random_move_probability: 0.0,
         }
     }
 }
@@ -530,6 +538,12 @@ impl TrainConfig {
             return fail(
                 "selfplay.full_search_probability",
                 format!("{}: must be in (0, 1] (1 turns playout-cap randomisation off)", s.full_search_probability),
+            );
+        }
+        if !(0.0..1.0).contains(&s.random_move_probability) {
+            return fail(
+                "selfplay.random_move_probability",
+                format!("{}: must be in [0, 1) (0 turns random moves off)", s.random_move_probability),
             );
         }
         if self.replay.min_samples > self.replay.window {

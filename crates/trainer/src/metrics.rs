@@ -124,6 +124,9 @@ pub struct IterationMetrics {
     /// policy target was corrected when `solver_policy` is on).
     #[serde(default)]
     pub solver_policy_corrected: u64,
+    /// Self-play moves played at random (`random_move_probability`).
+    #[serde(default)]
+    pub random_moves: u64,
     /// Training steps this iteration.
     pub train_steps: u64,
     /// Training steps since the run started.

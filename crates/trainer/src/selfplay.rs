@@ -105,6 +105,8 @@ pub struct SelfPlayStats {
     /// Solved won samples whose search visited a losing move (their policy
     /// target was corrected under `solver_policy`).
     pub policy_corrected: u64,
+    /// Moves played at random (`random_move_probability`).
+    pub random_moves: u64,
 }
 
 impl SelfPlayStats {
@@ -118,6 +120,7 @@ impl SelfPlayStats {
         self.solved += other.solved;
         self.solver_disagreed += other.solver_disagreed;
         self.policy_corrected += other.policy_corrected;
+        self.random_moves += other.random_moves;
     }
 }
 
@@ -299,13 +302,25 @@ impl<'a> Worker<'a> {
     /// Plays the searched move; returns whether the game is over.
     fn play_move(&mut self, game: &mut Game) -> bool {
         let config = self.job.config;
+        let mut solved = false;
         if game.full {
             let mut visits: Vec<(Move, u32)> = game.search.root_visits().collect();
             let exact = self.solve(&game.position, &mut visits);
+            solved = exact.is_some();
             game.samples.push((PackedSample::new(&game.position, visits, 0.0), exact));
         }
-        let temperature = config.temperature_at(game.ply);
-        let mv = game.search.choose_move(temperature, &mut game.rng).expect("a searched position has a move");
+        // No draw unless random moves are on, so runs without them replay.
+        let mv = if solved
+            && config.random_move_probability > 0.0
+            && game.rng.random::<f64>() < config.random_move_probability
+        {
+            self.stats.random_moves += 1;
+            let moves = game.position.moves();
+            moves[game.rng.random_range(0..moves.len())]
+        } else {
+            let temperature = config.temperature_at(game.ply);
+            game.search.choose_move(temperature, &mut game.rng).expect("a searched position has a move")
+        };
         game.position.play_unchecked(mv);
         game.search.advance(mv);
         game.ply += 1;
@@ -338,6 +353,17 @@ impl<'a> Worker<'a> {
 
     fn finish(&mut self, game: Game) -> GameOutput {
         let winner = game.position.winner().expect("finished games have a winner");
+        // With random moves the game's result says little; the first solved
+        // position's exact result is what perfect play from there gives.
+        let first_solved_winner = || {
+            game.samples.iter().find_map(|(sample, exact)| {
+                exact.map(|win| if win { sample.side_to_move() } else { sample.side_to_move().opposite() })
+            })
+        };
+        let value_winner = match self.job.config.random_move_probability > 0.0 {
+            true => first_solved_winner().unwrap_or(winner),
+            false => winner,
+        };
         let (mut solved, mut disagreed) = (0, 0);
         let samples: Vec<PackedSample> = game
             .samples
@@ -350,7 +376,7 @@ impl<'a> Worker<'a> {
                         disagreed += (win != won) as u32;
                         if win { 1.0 } else { -1.0 }
                     }
-                    None if won => 1.0,
+                    None if sample.side_to_move() == value_winner => 1.0,
                     None => -1.0,
                 };
                 sample
@@ -436,5 +462,53 @@ mod tests {
         }
         assert_eq!(stats.solved, stats.samples);
         assert!(won > 0 && stats.policy_corrected > 0, "{won} won samples, {} corrected", stats.policy_corrected);
+    }
+
+    /// Random moves come only from solved positions, and the unsolved
+    /// positions before them take the first solved position's exact result.
+    #[test]
+    fn random_moves_keep_value_targets_exact() {
+        let net = init_net(&NetConfig::new().with_blocks(1).with_channels(8), &Backend::Flex.device(), 3);
+        let config = SelfPlayConfig {
+            games: 8,
+            parallel_games: 4,
+            simulations: 16,
+            solver_max_stones: 17,
+            solver_nodes: 1_000_000,
+            random_move_probability: 0.5,
+            ..SelfPlayConfig::default()
+        };
+        let stop = AtomicBool::new(false);
+        let job = SelfPlayJob {
+            net: &net,
+            backend: Backend::Flex,
+            config: &config,
+            sizes: &[Size::new(5, 5).unwrap()],
+            seed: 11,
+            iteration: 1,
+            threads: 1,
+            stop: &stop,
+            on_game: &|_| {},
+        };
+        let (games, stats) = play_games(&job).unwrap();
+        assert!(stats.random_moves > 0 && stats.solved > 0 && stats.solved < stats.samples);
+        let mut solver = Solver::new(16);
+        let mut flipped = 0;
+        for game in &games {
+            let first = game.samples.iter().find(|s| s.position().stones() <= 17).expect("games reach 17 stones");
+            let first_wins = solver.solve(&first.position()).win;
+            let perfect_winner = if first_wins { first.side_to_move() } else { first.side_to_move().opposite() };
+            flipped += (perfect_winner != game.winner) as usize;
+            for sample in &game.samples {
+                let position = sample.position();
+                let expected = if position.stones() <= 17 {
+                    solver.solve(&position).win
+                } else {
+                    sample.side_to_move() == perfect_winner
+                };
+                assert_eq!(sample.value, if expected { 1.0 } else { -1.0 }, "{position}");
+            }
+        }
+        assert!(flipped > 0, "some game's result differs from perfect play after its first solved position");
     }
 }

@@ -569,6 +569,7 @@ impl Loop {
             solved_samples: stats.solved,
             solver_disagreement: stats.solver_disagreed as f64 / stats.solved.max(1) as f64,
             solver_policy_corrected: stats.policy_corrected,
+            random_moves: stats.random_moves,
             train_steps: partial.train_steps,
             total_steps: self.state.steps,
             // The rate of the last step taken.
