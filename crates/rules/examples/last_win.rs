@@ -8,18 +8,25 @@
 //!
 //!     cargo run --release -p konane-rules --example last_win -- [NODES] < FILE
 
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 
 use konane_rules::{Color, GameRecord, Position, Solver};
 
 fn main() {
-    let budget: u64 = match std::env::args().nth(1) {
-        Some(text) => text.parse().expect("NODES: a whole number"),
+    let budget: u64 = match std::env::args().nth(1).map(|text| text.parse()) {
+        Some(Ok(nodes)) => nodes,
+        Some(Err(_)) => {
+            eprintln!("usage: last_win [NODES] < RECORDS (NODES: the solver's budget per position, a whole number)");
+            std::process::exit(2);
+        }
         None => 3_000_000,
     };
     let mut solver = Solver::new(24);
     for (index, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.expect("readable input");
+        let line = line.unwrap_or_else(|e| {
+            eprintln!("reading the records: {e}");
+            std::process::exit(1);
+        });
         let record: GameRecord = match line.parse() {
             Ok(record) => record,
             Err(e) => {
@@ -53,6 +60,10 @@ fn main() {
                 }
             }
         }
-        println!("game {index}: A {a:?}, opening {}, {} plies; {verdict}", opening.join(" "), record.moves.len());
+        let line =
+            format!("game {index}: A {a:?}, opening {}, {} plies; {verdict}", opening.join(" "), record.moves.len());
+        if writeln!(std::io::stdout(), "{line}").is_err() {
+            return; // the reader went away (`| head`)
+        }
     }
 }
