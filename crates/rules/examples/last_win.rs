@@ -21,7 +21,7 @@ fn main() {
         }
         None => 3_000_000,
     };
-    let mut solver = Solver::new(24);
+    let mut solver = Solver::new(22); // as `konane solve`: 128 MB
     for (index, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line.unwrap_or_else(|e| {
             eprintln!("reading the records: {e}");

@@ -64,6 +64,12 @@ fn correct_policy(visits: &mut [(Move, u32)], winning: &[Move]) -> bool {
     changed
 }
 
+/// The winner under perfect play of a position where `to_move` is to move
+/// and, by the solver, `wins` or not.
+fn exact_winner(to_move: Color, wins: bool) -> Color {
+    if wins { to_move } else { to_move.opposite() }
+}
+
 /// One finished self-play game.
 #[derive(Clone, Debug)]
 pub struct GameOutput {
@@ -355,14 +361,11 @@ impl<'a> Worker<'a> {
         let winner = game.position.winner().expect("finished games have a winner");
         // With random moves the game's result says little; the first solved
         // position's exact result is what perfect play from there gives.
-        let first_solved_winner = || {
-            game.samples.iter().find_map(|(sample, exact)| {
-                exact.map(|win| if win { sample.side_to_move() } else { sample.side_to_move().opposite() })
-            })
-        };
-        let value_winner = match self.job.config.random_move_probability > 0.0 {
-            true => first_solved_winner().unwrap_or(winner),
-            false => winner,
+        let value_winner = if self.job.config.random_move_probability > 0.0 {
+            let first_solved = game.samples.iter().find_map(|(sample, exact)| exact.map(|win| (sample, win)));
+            first_solved.map_or(winner, |(sample, win)| exact_winner(sample.side_to_move(), win))
+        } else {
+            winner
         };
         let (mut solved, mut disagreed) = (0, 0);
         let samples: Vec<PackedSample> = game
@@ -405,6 +408,24 @@ mod tests {
     use konane_nn::{NetConfig, init_net};
     use konane_rules::Symmetry;
 
+    /// Plays `config.games` 5x5 games with a tiny seeded network on one thread.
+    fn play_5x5(config: &SelfPlayConfig, seed: u64) -> (Vec<GameOutput>, SelfPlayStats) {
+        let net = init_net(&NetConfig::new().with_blocks(1).with_channels(8), &Backend::Flex.device(), 3);
+        let stop = AtomicBool::new(false);
+        let job = SelfPlayJob {
+            net: &net,
+            backend: Backend::Flex,
+            config,
+            sizes: &[Size::new(5, 5).unwrap()],
+            seed,
+            iteration: 1,
+            threads: 1,
+            stop: &stop,
+            on_game: &|_| {},
+        };
+        play_games(&job).expect("not stopped")
+    }
+
     #[test]
     fn correct_policy_keeps_winning_visits_or_gives_each_winner_one() {
         let position = Position::start(Size::new(4, 4).unwrap());
@@ -425,7 +446,6 @@ mod tests {
     /// all its weight on winning moves, checked against a fresh solve.
     #[test]
     fn solver_policy_targets_hold_only_winning_moves() {
-        let net = init_net(&NetConfig::new().with_blocks(1).with_channels(8), &Backend::Flex.device(), 3);
         let config = SelfPlayConfig {
             games: 6,
             parallel_games: 3,
@@ -435,19 +455,7 @@ mod tests {
             solver_policy: true,
             ..SelfPlayConfig::default()
         };
-        let stop = AtomicBool::new(false);
-        let job = SelfPlayJob {
-            net: &net,
-            backend: Backend::Flex,
-            config: &config,
-            sizes: &[Size::new(5, 5).unwrap()],
-            seed: 7,
-            iteration: 1,
-            threads: 1,
-            stop: &stop,
-            on_game: &|_| {},
-        };
-        let (games, stats) = play_games(&job).unwrap();
+        let (games, stats) = play_5x5(&config, 7);
         let mut solver = Solver::new(16);
         let mut won = 0;
         for sample in games.iter().flat_map(|g| &g.samples) {
@@ -468,7 +476,6 @@ mod tests {
     /// positions before them take the first solved position's exact result.
     #[test]
     fn random_moves_keep_value_targets_exact() {
-        let net = init_net(&NetConfig::new().with_blocks(1).with_channels(8), &Backend::Flex.device(), 3);
         let config = SelfPlayConfig {
             games: 8,
             parallel_games: 4,
@@ -478,26 +485,13 @@ mod tests {
             random_move_probability: 0.5,
             ..SelfPlayConfig::default()
         };
-        let stop = AtomicBool::new(false);
-        let job = SelfPlayJob {
-            net: &net,
-            backend: Backend::Flex,
-            config: &config,
-            sizes: &[Size::new(5, 5).unwrap()],
-            seed: 11,
-            iteration: 1,
-            threads: 1,
-            stop: &stop,
-            on_game: &|_| {},
-        };
-        let (games, stats) = play_games(&job).unwrap();
+        let (games, stats) = play_5x5(&config, 11);
         assert!(stats.random_moves > 0 && stats.solved > 0 && stats.solved < stats.samples);
         let mut solver = Solver::new(16);
         let mut flipped = 0;
         for game in &games {
             let first = game.samples.iter().find(|s| s.position().stones() <= 17).expect("games reach 17 stones");
-            let first_wins = solver.solve(&first.position()).win;
-            let perfect_winner = if first_wins { first.side_to_move() } else { first.side_to_move().opposite() };
+            let perfect_winner = exact_winner(first.side_to_move(), solver.solve(&first.position()).win);
             flipped += (perfect_winner != game.winner) as usize;
             for sample in &game.samples {
                 let position = sample.position();
