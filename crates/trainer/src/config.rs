@@ -185,6 +185,13 @@ pub struct SelfPlayConfig {
     /// them take as value the exact result of the game's first solved
     /// position rather than the game's result. 0 turns it off.
     pub random_move_probability: f64,
+    /// Opening variety: each game first plays a uniformly drawn number of
+    /// plies, 0 up to this, uniformly at random (never one that ends the
+    /// game), unsearched and unrecorded, and self-play starts from there.
+    /// Self-play with temperature keeps to the openings its network likes;
+    /// this spreads its games over the openings other players choose (as
+    /// KataGo's and Leela's varied starting positions do). 0 turns it off.
+    pub random_opening_plies: u32,
 }
 
 impl Default for SelfPlayConfig {
@@ -208,6 +215,7 @@ impl Default for SelfPlayConfig {
             solver_nodes: 100_000,
             solver_policy: false,
             random_move_probability: 0.0,
+            random_opening_plies: 0,
         }
     }
 }

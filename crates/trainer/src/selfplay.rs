@@ -70,6 +70,31 @@ fn exact_winner(to_move: Color, wins: bool) -> Color {
     if wins { to_move } else { to_move.opposite() }
 }
 
+/// The start of `size` after a uniformly drawn number of uniformly random
+/// plies, 0 to `max_plies`, stopping early rather than playing a move that
+/// ends the game; with the plies played. Draws nothing when `max_plies` is 0,
+/// so runs without random openings replay.
+fn random_opening(size: Size, max_plies: u32, rng: &mut ChaCha8Rng) -> (Position, u32) {
+    let mut position = Position::start(size);
+    if max_plies == 0 {
+        return (position, 0);
+    }
+    let plies = rng.random_range(0..=max_plies);
+    for ply in 0..plies {
+        let moves = position.moves();
+        if moves.is_empty() {
+            return (position, ply);
+        }
+        let mut next = position;
+        next.play_unchecked(moves[rng.random_range(0..moves.len())]);
+        if next.is_over() {
+            return (position, ply);
+        }
+        position = next;
+    }
+    (position, plies)
+}
+
 /// One finished self-play game.
 #[derive(Clone, Debug)]
 pub struct GameOutput {
@@ -220,20 +245,12 @@ impl<'a> Worker<'a> {
         let config = self.job.config;
         let seed = derive_seed(self.job.seed, self.job.iteration, index as u64, 0);
         let size = self.job.sizes[index % self.job.sizes.len()];
-        let position = Position::start(size);
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(self.job.seed, self.job.iteration, index as u64, 1));
+        let (position, ply) = random_opening(size, config.random_opening_plies, &mut rng);
         let mut search = Search::new(config.search_config(), seed);
         search.set_root(position);
-        let mut game = Game {
-            index,
-            search,
-            rng: ChaCha8Rng::seed_from_u64(derive_seed(self.job.seed, self.job.iteration, index as u64, 1)),
-            position,
-            ply: 0,
-            budget: 0,
-            full: true,
-            gathered: 0,
-            samples: Vec::new(),
-        };
+        let mut game =
+            Game { index, search, rng, position, ply, budget: 0, full: true, gathered: 0, samples: Vec::new() };
         self.plan_move(&mut game);
         game
     }
@@ -504,5 +521,50 @@ mod tests {
             }
         }
         assert!(flipped > 0, "some game's result differs from perfect play after its first solved position");
+    }
+
+    /// Random openings: drawn lengths cover 0 to the maximum, stop short of
+    /// ending the game (a 4x4 game can end within a few plies), and the
+    /// option draws nothing when off.
+    #[test]
+    fn random_opening_spreads_lengths_and_never_ends_the_game() {
+        let size = Size::new(4, 4).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut untouched = rng.clone();
+        assert_eq!(random_opening(size, 0, &mut rng), (Position::start(size), 0));
+        assert_eq!(rng.random::<u64>(), untouched.random::<u64>(), "no draw when off");
+        let mut lengths = [0usize; 9];
+        for _ in 0..400 {
+            let (position, plies) = random_opening(size, 8, &mut rng);
+            assert!(!position.is_over(), "{position}");
+            lengths[plies as usize] += 1;
+        }
+        assert!(lengths[0] > 0 && lengths[4] > 0, "{lengths:?}");
+        assert!(
+            lengths[8] < lengths[2],
+            "4x4 games often end before 8 plies, so those openings stop short: {lengths:?}"
+        );
+    }
+
+    /// Games with random openings record samples only after their opening,
+    /// so their first samples spread over many positions, not just the start.
+    #[test]
+    fn random_openings_start_samples_off_the_start_position() {
+        let config = SelfPlayConfig { games: 8, parallel_games: 4, simulations: 16, ..SelfPlayConfig::default() };
+        let start = Position::start(Size::new(5, 5).unwrap());
+        let (games, _) = play_5x5(&config, 13);
+        assert!(games.iter().all(|g| g.samples[0].position() == start && g.samples.len() == g.plies as usize));
+        let config = SelfPlayConfig { random_opening_plies: 4, ..config };
+        let (games, _) = play_5x5(&config, 13);
+        let mut firsts = Vec::new();
+        for game in &games {
+            let opening = game.plies as usize - game.samples.len();
+            assert!(opening <= 4, "{opening} unrecorded plies");
+            assert_eq!(game.samples[0].position().stones() < start.stones(), opening > 0);
+            firsts.push(game.samples[0].position());
+        }
+        firsts.sort_by_key(|p| p.to_string());
+        firsts.dedup();
+        assert!(firsts.len() >= 3, "{} distinct first positions in 8 games", firsts.len());
     }
 }
