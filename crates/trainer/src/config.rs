@@ -250,11 +250,40 @@ pub struct ReplayConfig {
     pub min_samples: usize,
     /// Apply a random board symmetry to each sampled position.
     pub augment: bool,
+    /// Solved openings: every position within this many plies of the start
+    /// (removals included), solved exactly once per run and cached in the
+    /// run directory, joins every training batch, so openings self-play
+    /// avoids are still learnt exactly (see `openings`). Only for boards
+    /// the solver finishes: 6x6 at 6 plies takes minutes. 0 turns it off.
+    pub solved_openings_plies: u32,
+    /// Share of each batch drawn from the solved openings.
+    pub solved_openings_share: f64,
+    /// Solver nodes allowed per opening position; positions that need more
+    /// are left out.
+    pub solved_openings_nodes: u64,
 }
 
 impl Default for ReplayConfig {
     fn default() -> Self {
-        ReplayConfig { window: 100_000, min_samples: 1_000, augment: true }
+        ReplayConfig {
+            window: 100_000,
+            min_samples: 1_000,
+            augment: true,
+            solved_openings_plies: 0,
+            solved_openings_share: 0.25,
+            solved_openings_nodes: 10_000_000,
+        }
+    }
+}
+
+impl ReplayConfig {
+    /// Samples of each batch of `batch_size` drawn from the solved openings
+    /// (0 when they are off).
+    pub fn solved_openings_per_batch(&self, batch_size: usize) -> usize {
+        if self.solved_openings_plies == 0 {
+            return 0;
+        }
+        (self.solved_openings_share * batch_size as f64).round() as usize
     }
 }
 
@@ -553,6 +582,21 @@ impl TrainConfig {
                 "selfplay.random_move_probability",
                 format!("{}: must be in [0, 1) (0 turns random moves off)", s.random_move_probability),
             );
+        }
+        if !(0.0..1.0).contains(&self.replay.solved_openings_share) {
+            return fail(
+                "replay.solved_openings_share",
+                format!("{}: must be in [0, 1)", self.replay.solved_openings_share),
+            );
+        }
+        if self.replay.solved_openings_plies > 16 {
+            return fail(
+                "replay.solved_openings_plies",
+                format!("{}: at most 16 (the opening tree grows tenfold per ply)", self.replay.solved_openings_plies),
+            );
+        }
+        if self.replay.solved_openings_nodes == 0 {
+            return fail("replay.solved_openings_nodes", "must be at least 1".into());
         }
         if self.replay.min_samples > self.replay.window {
             return fail("replay.min_samples", format!("{} exceeds replay.window", self.replay.min_samples));

@@ -8,6 +8,8 @@
 //!    sample (position, root visit distribution, game result).
 //! 2. **Replay** ([`replay`]): the newest `replay.window` samples, packed
 //!    two bits per cell.
+//!    With `replay.solved_openings_plies`, exactly solved opening positions
+//!    ([`openings`]) join every batch.
 //! 3. **Training** ([`konane_nn::train::Learner`]): batches of one board size
 //!    sampled from the window through random symmetries, policy
 //!    cross-entropy + value MSE + weight decay, the configured schedule.
@@ -23,6 +25,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod evaluation;
 pub mod metrics;
+pub mod openings;
 #[cfg_attr(not(feature = "plot"), path = "plot_disabled.rs")]
 pub mod plot;
 pub mod replay;

@@ -188,6 +188,9 @@ pub struct StepPlan<'a> {
     pub augment: bool,
     /// Raised to stop between steps.
     pub stop: &'a AtomicBool,
+    /// Solved openings and how many of each batch's samples come from them
+    /// (see [`crate::openings`]).
+    pub book: Option<(&'a ReplayBuffer, usize)>,
 }
 
 impl ReplayBuffer {
@@ -256,7 +259,7 @@ impl ReplayBuffer {
             if plan.stop.load(Ordering::Relaxed) {
                 return false;
             }
-            let batch = self.sample_batch(plan.batch_size, plan.augment, rng);
+            let batch = self.sample_batch_with(plan.batch_size, plan.augment, plan.book, rng);
             let losses = learner.step(&batch, lr(k));
             on_step(k, batch.len(), &losses);
         }
@@ -271,14 +274,49 @@ impl ReplayBuffer {
     /// # Panics
     /// On an empty window.
     pub fn sample_batch<R: Rng + ?Sized>(&self, batch_size: usize, augment: bool, rng: &mut R) -> Vec<Sample> {
+        self.sample_batch_with(batch_size, augment, None, rng)
+    }
+
+    /// As [`ReplayBuffer::sample_batch`], with `n` of the `batch_size`
+    /// samples drawn from `book` (those of the batch's size; none if it has
+    /// none). Without a book the draws are those of `sample_batch`.
+    ///
+    /// # Panics
+    /// On an empty window.
+    pub fn sample_batch_with<R: Rng + ?Sized>(
+        &self,
+        batch_size: usize,
+        augment: bool,
+        book: Option<(&ReplayBuffer, usize)>,
+        rng: &mut R,
+    ) -> Vec<Sample> {
         assert!(!self.samples.is_empty(), "sampling from an empty replay window");
+        let from_book = book.map_or(0, |(_, n)| n.min(batch_size));
         let first = &self.samples[rng.random_range(0..self.samples.len())];
         let size = first.size();
         let mut batch = Vec::with_capacity(batch_size);
+        self.draw_into(&mut batch, batch_size - from_book, size, Some(first), augment, rng);
+        if let Some((book, _)) = book.filter(|(book, _)| !book.is_empty()) {
+            let wanted = batch.len() + from_book;
+            book.draw_into(&mut batch, wanted, size, None, augment, rng);
+        }
+        batch
+    }
+
+    /// Draws samples of `size` (`first` being the first draw, if given)
+    /// until `batch` holds `wanted`, or 64 draws per wanted sample failed.
+    fn draw_into<R: Rng + ?Sized>(
+        &self,
+        batch: &mut Vec<Sample>,
+        wanted: usize,
+        size: Size,
+        mut first: Option<&PackedSample>,
+        augment: bool,
+        rng: &mut R,
+    ) {
         let mut draws = 0;
-        let mut next = Some(first);
-        while batch.len() < batch_size && draws < 64 * batch_size {
-            let sample = next.take().unwrap_or_else(|| &self.samples[rng.random_range(0..self.samples.len())]);
+        while batch.len() < wanted && draws < 64 * wanted {
+            let sample = first.take().unwrap_or_else(|| &self.samples[rng.random_range(0..self.samples.len())]);
             draws += 1;
             if sample.size() != size {
                 continue;
@@ -287,7 +325,6 @@ impl ReplayBuffer {
                 if augment { *Symmetry::of(size).choose(rng).expect("the identity") } else { Symmetry::Identity };
             batch.push(sample.unpack(symmetry));
         }
-        batch
     }
 
     /// The window in the file layout of the module documentation.
@@ -436,6 +473,44 @@ mod tests {
             let batch = buffer.sample_batch(32, true, &mut rng);
             assert_eq!(batch.len(), 32);
             assert!(batch.iter().all(|s| s.position.size() == batch[0].position.size()));
+        }
+    }
+
+    #[test]
+    fn a_book_supplies_its_share_of_each_batch_in_the_batch_size() {
+        let mut window = ReplayBuffer::new(10_000);
+        let mut book = ReplayBuffer::new(10_000);
+        for seed in 0..10 {
+            window.extend(game_samples("6x6", seed));
+            window.extend(game_samples("5x5", seed));
+        }
+        // The book holds 6x6 samples whose value (0.5) no game sample has.
+        book.extend(game_samples("6x6", 99).into_iter().map(|s| PackedSample { value: 0.5, ..s }));
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let (mut with_6x6, mut with_5x5) = (0, 0);
+        for _ in 0..40 {
+            let batch = window.sample_batch_with(32, true, Some((&book, 8)), &mut rng);
+            let size = batch[0].position.size();
+            assert!(batch.iter().all(|s| s.position.size() == size));
+            let from_book = batch.iter().filter(|s| s.value == 0.5).count();
+            if size == "6x6".parse().unwrap() {
+                with_6x6 += 1;
+                assert_eq!((batch.len(), from_book), (32, 8));
+                assert!(batch[24..].iter().all(|s| s.value == 0.5), "book samples come last");
+            } else {
+                // No 5x5 openings in the book: the batch is a window batch, short of the book's share.
+                with_5x5 += 1;
+                assert_eq!((batch.len(), from_book), (24, 0));
+            }
+        }
+        assert!(with_6x6 > 0 && with_5x5 > 0);
+        // Without a book the draws are exactly those of `sample_batch`.
+        let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
+        for _ in 0..5 {
+            let plain: Vec<_> = window.sample_batch(16, true, &mut a).into_iter().map(|s| s.position).collect();
+            let with: Vec<_> =
+                window.sample_batch_with(16, true, None, &mut b).into_iter().map(|s| s.position).collect();
+            assert_eq!(plain, with);
         }
     }
 }

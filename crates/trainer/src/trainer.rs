@@ -100,6 +100,8 @@ struct Loop {
     /// Under gating: the network that plays self-play.
     best: Net,
     replay: ReplayBuffer,
+    /// Solved openings mixed into each batch (`replay.solved_openings_plies`).
+    book: Option<ReplayBuffer>,
     state: RunState,
     progress: bool,
     stop: Arc<AtomicBool>,
@@ -284,6 +286,7 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
     }
     let mut lp = Loop {
         replay: ReplayBuffer::new(config.replay.window),
+        book: None,
         best: net.clone(),
         net,
         learner,
@@ -297,6 +300,7 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
         run_dir,
         config,
     };
+    lp.load_book()?;
     if let (Some(bootstrap), Some(teacher)) = (lp.config.bootstrap.clone(), lp.resolved.teacher.clone()) {
         let bar = lp.bar(bootstrap.steps, "bootstrap");
         let (pool, learner) = (&lp.pool, &mut lp.learner);
@@ -360,7 +364,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
     let on_disk = metrics::read(&metrics_path).unwrap_or_default();
     state.metrics = metrics::resume_history(&state.metrics, &on_disk);
     metrics::rewrite(&metrics_path, &state.metrics)?;
-    let lp = Loop {
+    let mut lp = Loop {
         pool: pool(resolved.threads)?,
         opponents: player_factories(&resolved.opponents, config.backend)?,
         stop_at_step: options.stop_at_step,
@@ -371,10 +375,12 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
         net,
         best,
         replay,
+        book: None,
         state,
         progress: options.progress,
         stop: options.stop.clone(),
     };
+    lp.load_book()?;
     if !skipped.is_empty() {
         // LATEST pointed at a damaged checkpoint: point it at the good one.
         let relative = checkpoint_dir.strip_prefix(dir).unwrap_or(&checkpoint_dir).join(NET_FILE);
@@ -413,6 +419,32 @@ impl Loop {
             .expect("valid template"),
         );
         bar
+    }
+
+    /// Reads or solves the openings `replay.solved_openings_plies` asks for.
+    fn load_book(&mut self) -> Result<(), TrainError> {
+        let replay = &self.config.replay;
+        if replay.solved_openings_plies == 0 {
+            return Ok(());
+        }
+        let bar = self.bar(0, "openings");
+        let book = crate::openings::load_or_solve(
+            &self.run_dir,
+            &self.resolved.sizes,
+            replay.solved_openings_plies,
+            replay.solved_openings_nodes,
+            &self.stop,
+            &|done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )?;
+        bar.finish_and_clear();
+        let Some(book) = book else {
+            return Err(TrainError::Other("stopped while solving the openings; nothing new to checkpoint".into()));
+        };
+        self.book = Some(book);
+        Ok(())
     }
 
     fn total_steps(&self) -> u64 {
@@ -501,8 +533,10 @@ impl Loop {
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
         // Steps taken before a stop: draw their batches again, so the
         // stream continues where it stopped.
+        let per_batch = config.replay.solved_openings_per_batch(training.batch_size);
+        let book = self.book.as_ref().map(|book| (book, per_batch));
         for _ in 0..done {
-            self.replay.sample_batch(training.batch_size, config.replay.augment, &mut rng);
+            self.replay.sample_batch_with(training.batch_size, config.replay.augment, book, &mut rng);
         }
         let bar = self.bar(training.steps, "training");
         bar.set_position(done);
@@ -514,6 +548,7 @@ impl Loop {
             batch_size: training.batch_size,
             augment: config.replay.augment,
             stop: &self.stop,
+            book,
         };
         let (stop, stop_at_step) = (&self.stop, self.stop_at_step);
         let (mut taken, mut trained_samples) = (0u64, 0u64);
