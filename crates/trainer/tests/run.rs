@@ -362,3 +362,39 @@ fn gating_accepts_a_network_only_when_it_beats_the_best() {
     assert_eq!(state.best_iteration, best);
     assert!(state.files.contains_key(run::BEST_FILE));
 }
+
+/// With solved openings the batches mix in the exact opening samples (the
+/// losses differ from a plain run), the solved set is cached in the run,
+/// and a stopped run resumes from the cache to the same end.
+#[test]
+fn solved_openings_join_the_batches_and_resume_exactly() {
+    let with_openings = |iterations| {
+        let mut config = tiny(iterations);
+        config.replay.solved_openings_plies = 5;
+        config.replay.solved_openings_share = 0.5;
+        config
+    };
+    let root = temp();
+    let straight = root.path().join("straight");
+    train(options(Some(with_openings(2)), &straight)).unwrap();
+    let cache = konane_trainer::openings::cache_path(&straight, "5x5".parse().unwrap(), 5, 10_000_000);
+    let book = ReplayBuffer::load(&cache, usize::MAX).unwrap();
+    assert!(book.len() > 10 && book.iter().all(|s| s.value.abs() == 1.0), "{} samples", book.len());
+
+    let plain = root.path().join("plain");
+    train(options(Some(tiny(2)), &plain)).unwrap();
+    let losses = |d: &Path| {
+        konane_trainer::metrics::read(&d.join("metrics.jsonl"))
+            .unwrap()
+            .iter()
+            .map(|m| (m.policy_loss, m.value_loss))
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(losses(&straight), losses(&plain), "the openings changed the batches");
+
+    let interrupted = root.path().join("interrupted");
+    train(TrainOptions { stop_after: Some(1), ..options(Some(with_openings(2)), &interrupted) }).unwrap();
+    train(resume_options(&interrupted)).unwrap();
+    assert_eq!(metrics_without_timing(&straight), metrics_without_timing(&interrupted));
+    assert!(same(&latest_net(&straight), &latest_net(&interrupted)), "final networks differ");
+}
