@@ -1,5 +1,5 @@
 //! `konane train [CONFIG] [--run-dir DIR] [--resume DIR] [--override KEYS]
-//! [--iterations N]`: self-play training (the loop lives in konane-trainer).
+//! [--init-from NET] [--iterations N]`: self-play training (the loop lives in konane-trainer).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +20,11 @@ pub struct Args {
     /// Continue the run in this directory from its newest intact checkpoint.
     #[arg(long)]
     resume: Option<PathBuf>,
+    /// Start the new run from this network (a `.knet` file or a model
+    /// directory such as `checkpoints/6x6`) instead of fresh weights, with
+    /// a fresh optimizer and an empty replay window.
+    #[arg(long, conflicts_with = "resume")]
+    init_from: Option<PathBuf>,
     /// Config keys allowed to differ from the run's on resume, comma
     /// separated (`training.lr,evaluation.games`; a table name covers its keys).
     #[arg(long, value_delimiter = ',', requires = "resume")]
@@ -52,6 +57,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         config,
         run_dir: args.run_dir,
         resume: args.resume,
+        init_from: args.init_from,
         overrides: args.r#override,
         iterations: args.iterations,
         progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),

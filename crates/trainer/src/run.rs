@@ -76,6 +76,10 @@ pub struct RunState {
     pub partial: Option<PartialIteration>,
     /// CRC-32 of each file of the checkpoint, by name.
     pub files: BTreeMap<String, u32>,
+    /// The network file the run started from (`--init-from`), if not
+    /// fresh weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_from: Option<String>,
 }
 
 impl RunState {

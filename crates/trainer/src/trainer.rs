@@ -36,6 +36,11 @@ pub struct TrainOptions {
     pub runs_root: PathBuf,
     /// Continue this run from its newest intact checkpoint.
     pub resume: Option<PathBuf>,
+    /// Start a new run from this network (a `.knet` file or a model
+    /// directory with `LATEST`) instead of fresh weights: a fresh optimizer
+    /// and an empty replay window. Continues a shipped network, whose
+    /// directory keeps no optimizer or replay data, with a new config.
+    pub init_from: Option<PathBuf>,
     /// Keys allowed to differ from the run's config on resume.
     pub overrides: Vec<String>,
     /// Overrides `iterations` (always allowed on resume).
@@ -62,6 +67,7 @@ impl Default for TrainOptions {
             run_dir: None,
             runs_root: PathBuf::from("runs"),
             resume: None,
+            init_from: None,
             overrides: Vec::new(),
             iterations: None,
             progress: false,
@@ -250,12 +256,19 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
             run_dir.display()
         )));
     }
+    let device = config.backend.device();
+    // A network to start from is checked before anything is written.
+    let from_file = match &options.init_from {
+        Some(path) => Some(initial_net(path, &config, &device)?),
+        None => None,
+    };
     fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
     write_config(&run_dir, &config)?;
-    tracing::info!(run = %run_dir.display(), "new run");
+    tracing::info!(run = %run_dir.display(), init_from = ?options.init_from, "new run");
 
-    let device = config.backend.device();
-    let net = {
+    let net = if let Some(net) = from_file {
+        net
+    } else {
         let _guard = init_lock();
         let net = pool(resolved.threads)?
             .install(|| init_net(&config.network.net_config(), &device, derive_seed(config.seed, 0, 0, 9)));
@@ -267,7 +280,8 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
         net
     };
     let learner = Learner::new(net.clone(), config.backend, config.training.optimizer_settings());
-    let mut state = RunState::default();
+    let mut state =
+        RunState { init_from: options.init_from.as_ref().map(|p| p.display().to_string()), ..RunState::default() };
     let eval_size = resolved.sizes[0];
     let opponents = player_factories(&resolved.opponents, config.backend)?;
     if resolved.opponents.len() > 1 {
@@ -320,6 +334,23 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
     metrics::rewrite(&lp.run_dir.join("metrics.jsonl"), &[])?;
     lp.checkpoint()?;
     Ok(lp)
+}
+
+/// The network a run started with `init_from` begins with: it must have
+/// the config's shape, or its weights could not train under that config.
+fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device) -> Result<Net, TrainError> {
+    let file = checkpoint::resolve(path)?;
+    let header = checkpoint::read_header(&file)?;
+    let wanted = config.network.net_config();
+    if header.net != wanted {
+        return Err(TrainError::Other(format!(
+            "{}: the network is {} but the config's [network] asks for {}; set [network] to the file's shape",
+            file.display(),
+            header.net.name(),
+            wanted.name()
+        )));
+    }
+    load_net(&file, device)
 }
 
 /// Continues a run from its newest intact checkpoint.

@@ -17,9 +17,27 @@ fn an_empty_config_takes_the_defaults() {
 #[test]
 fn shipped_configs_parse_and_the_quick_one_is_embedded() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    for name in ["6x6-quick.toml", "6x6.toml", "8x8.toml", "10x10.toml"] {
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    names.sort();
+    for name in ["6x6-quick.toml", "6x6.toml", "8x8.toml", "10x10.toml", "6x6-refine.toml", "8x8-refine.toml"] {
+        assert!(names.iter().any(|n| n == name), "{name} missing from configs/");
+    }
+    for name in &names {
         let config = TrainConfig::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(config.resolve().is_ok(), "{name}");
+    }
+    // The refine configs continue the shipped networks (`--init-from
+    // checkpoints/6x6`), which needs the same shape.
+    for size in ["6x6", "8x8"] {
+        let config = TrainConfig::load(&root.join(format!("{size}-refine.toml"))).unwrap();
+        let net = konane_nn::checkpoint::resolve(&root.join("../checkpoints").join(size)).unwrap();
+        let header = konane_nn::checkpoint::read_header(&net).unwrap();
+        assert_eq!(header.net, config.network.net_config(), "{size}");
+        assert_eq!(header.sizes, config.sizes, "{size}");
     }
     let quick = TrainConfig::quick();
     assert_eq!(quick, TrainConfig::load(&root.join("6x6-quick.toml")).unwrap());

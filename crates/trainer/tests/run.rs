@@ -398,3 +398,34 @@ fn solved_openings_join_the_batches_and_resume_exactly() {
     assert_eq!(metrics_without_timing(&straight), metrics_without_timing(&interrupted));
     assert!(same(&latest_net(&straight), &latest_net(&interrupted)), "final networks differ");
 }
+
+#[test]
+fn a_run_can_start_from_another_runs_network() {
+    let root = temp();
+    let (first, second) = (root.path().join("first"), root.path().join("second"));
+    train(options(Some(tiny(1)), &first)).unwrap();
+    let source = latest_net(&first);
+    // Another seed: fresh weights would differ from the source's.
+    let mut config = tiny(1);
+    config.seed = 8;
+    let outcome =
+        train(TrainOptions { init_from: Some(first.clone()), ..options(Some(config.clone()), &second) }).unwrap();
+    assert_eq!(outcome.iterations, 1);
+    // Iteration 0 of the new run is the source network, with an empty
+    // replay window; the state remembers where it came from.
+    let start = second.join("checkpoints/iter-000000");
+    assert!(same(&latest_net(&start.join("net.knet")), &source));
+    assert_eq!(ReplayBuffer::load(&start.join(REPLAY_FILE), 150).unwrap().len(), 0);
+    let state = fs::read_to_string(start.join(run::STATE_FILE)).unwrap();
+    assert!(state.contains("\"init_from\""), "{state}");
+    // Training went on from there.
+    assert!(!same(&latest_net(&second), &source));
+    // A network of another shape is refused, naming both shapes, before
+    // anything is written.
+    config.network.channels = 16;
+    let third = root.path().join("third");
+    let err = train(TrainOptions { init_from: Some(first.clone()), ..options(Some(config), &third) }).unwrap_err();
+    let err = err.to_string();
+    assert!(err.contains("b1c8") && err.contains("b1c16"), "{err}");
+    assert!(!third.exists());
+}
