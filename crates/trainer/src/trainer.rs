@@ -137,8 +137,12 @@ fn init_lock() -> std::sync::MutexGuard<'static, ()> {
 /// # Errors
 /// Missing, damaged or mismatched file.
 pub fn load_net(path: &Path, device: &burn::tensor::Device) -> Result<Net, TrainError> {
+    Ok(load_net_and_header(path, device)?.0)
+}
+
+fn load_net_and_header(path: &Path, device: &burn::tensor::Device) -> Result<(Net, NetHeader), TrainError> {
     let _guard = init_lock();
-    Ok(checkpoint::load(path, device)?.0)
+    Ok(checkpoint::load(path, device)?)
 }
 
 fn pool(threads: usize) -> Result<rayon::ThreadPool, TrainError> {
@@ -258,10 +262,7 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
     }
     let device = config.backend.device();
     // A network to start from is checked before anything is written.
-    let from_file = match &options.init_from {
-        Some(path) => Some(initial_net(path, &config, &device)?),
-        None => None,
-    };
+    let from_file = options.init_from.as_deref().map(|path| initial_net(path, &config, &device)).transpose()?;
     fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
     write_config(&run_dir, &config)?;
     tracing::info!(run = %run_dir.display(), init_from = ?options.init_from, "new run");
@@ -340,7 +341,7 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
 /// the config's shape, or its weights could not train under that config.
 fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device) -> Result<Net, TrainError> {
     let file = checkpoint::resolve(path)?;
-    let header = checkpoint::read_header(&file)?;
+    let (net, header) = load_net_and_header(&file, device)?;
     let wanted = config.network.net_config();
     if header.net != wanted {
         return Err(TrainError::Other(format!(
@@ -350,7 +351,7 @@ fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device)
             wanted.name()
         )));
     }
-    load_net(&file, device)
+    Ok(net)
 }
 
 /// Continues a run from its newest intact checkpoint.
