@@ -2,7 +2,7 @@
 //! of positions at once, so a CPU backend runs at useful batch sizes.
 
 use konane_rules::{Move, MoveList, Position, Symmetry};
-use rand::seq::IndexedRandom;
+use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -79,13 +79,22 @@ impl Evaluator for RolloutEvaluator {
 /// The prior of an original move `m` is the inner prior of
 /// `sym.apply_move(size, m)` in the transformed position. Buffers are
 /// reused, so steady-state evaluation does not allocate.
+///
+/// With [`SymmetryEvaluator::with_ensemble`] each position is evaluated
+/// through several distinct symmetries and their values and priors are
+/// averaged (AlphaGo's 8-fold averaging): a less noisy network at that
+/// many times the cost of an evaluation.
 pub struct SymmetryEvaluator<E> {
     inner: E,
+    ensemble: usize,
     rng: ChaCha8Rng,
+    choices: Vec<Symmetry>,
+    inner_values: Vec<f32>,
     symmetries: Vec<Symmetry>,
     transformed: Vec<Position>,
     inner_priors: Vec<f32>,
     moves: MoveList,
+    image_moves: MoveList,
     /// The transformed position's moves with their indices, sorted by move
     /// so each original move finds its image by binary search.
     index: Vec<(Move, u32)>,
@@ -96,13 +105,25 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
     pub fn new(inner: E, seed: u64) -> SymmetryEvaluator<E> {
         SymmetryEvaluator {
             inner,
+            ensemble: 1,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            choices: Vec::new(),
+            inner_values: Vec::new(),
             symmetries: Vec::new(),
             transformed: Vec::new(),
             inner_priors: Vec::new(),
             moves: MoveList::new(),
+            image_moves: MoveList::new(),
             index: Vec::new(),
         }
+    }
+
+    /// Averages each evaluation over `count` distinct symmetries drawn at
+    /// random (all of the board's when `count` is at least their number;
+    /// 1, the default, is one random symmetry).
+    pub fn with_ensemble(mut self, count: usize) -> SymmetryEvaluator<E> {
+        self.ensemble = count.max(1);
+        self
     }
 
     /// The wrapped evaluator.
@@ -115,8 +136,8 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
         &mut self.inner
     }
 
-    /// The symmetry applied to each position of the last batch (checks and
-    /// debugging).
+    /// The symmetries applied to each position of the last batch, the
+    /// ensemble's in a row per position (checks and debugging).
     pub fn last_symmetries(&self) -> &[Symmetry] {
         &self.symmetries
     }
@@ -126,30 +147,51 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
     fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
         self.symmetries.clear();
         self.transformed.clear();
+        let Some(first) = positions.first() else { return };
+        let all = Symmetry::of(first.size());
+        let count = self.ensemble.min(all.len());
         for position in positions {
-            let sym = *Symmetry::of(position.size()).choose(&mut self.rng).expect("every board has the identity");
-            self.symmetries.push(sym);
-            self.transformed.push(sym.apply(position));
+            debug_assert_eq!(position.size(), first.size(), "one board size per batch");
+            self.choices.clear();
+            self.choices.extend_from_slice(all);
+            let chosen: &[Symmetry] = if count == 1 {
+                // One draw, as before ensembles: seeded games stay as they were.
+                std::slice::from_ref(all.choose(&mut self.rng).expect("every board has the identity"))
+            } else {
+                self.choices.partial_shuffle(&mut self.rng, count).0
+            };
+            for &sym in chosen {
+                self.symmetries.push(sym);
+                self.transformed.push(sym.apply(position));
+            }
         }
+        self.inner_values.clear();
         self.inner_priors.clear();
-        self.inner.evaluate(&self.transformed, values, &mut self.inner_priors);
+        self.inner.evaluate(&self.transformed, &mut self.inner_values, &mut self.inner_priors);
+        let weight = 1.0 / count as f32;
         let mut offset = 0;
-        for ((position, transformed), &sym) in positions.iter().zip(&self.transformed).zip(&self.symmetries) {
+        for (i, position) in positions.iter().enumerate() {
             let size = position.size();
-            transformed.legal_moves(&mut self.moves);
-            self.index.clear();
-            self.index.extend(self.moves.iter().enumerate().map(|(i, &mv)| (mv, i as u32)));
-            self.index.sort_unstable_by_key(|&(mv, _)| mv);
-            let inner = &self.inner_priors[offset..offset + self.moves.len()];
-            offset += self.moves.len();
+            values.push(self.inner_values[i * count..(i + 1) * count].iter().sum::<f32>() * weight);
+            let start = priors.len();
             position.legal_moves(&mut self.moves);
-            for &mv in &self.moves {
-                let image = sym.apply_move(size, mv);
-                let at = self
-                    .index
-                    .binary_search_by_key(&image, |&(m, _)| m)
-                    .expect("a symmetry maps legal moves to legal moves");
-                priors.push(inner[self.index[at].1 as usize]);
+            priors.extend(std::iter::repeat_n(0.0, self.moves.len()));
+            for j in i * count..(i + 1) * count {
+                let (sym, transformed) = (self.symmetries[j], &self.transformed[j]);
+                transformed.legal_moves(&mut self.image_moves);
+                self.index.clear();
+                self.index.extend(self.image_moves.iter().enumerate().map(|(k, &mv)| (mv, k as u32)));
+                self.index.sort_unstable_by_key(|&(mv, _)| mv);
+                let inner = &self.inner_priors[offset..offset + self.image_moves.len()];
+                offset += self.image_moves.len();
+                for (prior, &mv) in priors[start..].iter_mut().zip(&self.moves) {
+                    let image = sym.apply_move(size, mv);
+                    let at = self
+                        .index
+                        .binary_search_by_key(&image, |&(m, _)| m)
+                        .expect("a symmetry maps legal moves to legal moves");
+                    *prior += inner[self.index[at].1 as usize] * weight;
+                }
             }
         }
         debug_assert_eq!(offset, self.inner_priors.len());

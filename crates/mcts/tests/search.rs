@@ -358,3 +358,45 @@ fn symmetry_evaluator_maps_priors_back_to_the_right_moves() {
     }
     assert!(used.len() >= 4, "symmetries drawn: {used:?}");
 }
+
+#[test]
+fn symmetry_ensembles_average_distinct_symmetries() {
+    for (board, count, seed) in [("6x6", 8, 5), ("6x6", 3, 6), ("4x6", 8, 7), ("5x5", 2, 8)] {
+        let size = size(board);
+        let mut evaluator =
+            SymmetryEvaluator::new(FromCellEvaluator { moves: MoveList::new() }, seed).with_ensemble(count);
+        let batch: Vec<Position> = (0..4).map(|i| midgame(size, 3 + 2 * i, seed * 10 + i as u64)).collect();
+        let (mut values, mut priors) = (Vec::new(), Vec::new());
+        evaluator.evaluate(&batch, &mut values, &mut priors);
+        // A rectangle has 4 symmetries, so 8 asked means all 4.
+        let used = count.min(Symmetry::of(size).len());
+        let syms = evaluator.last_symmetries().to_vec();
+        assert_eq!((values.len(), syms.len()), (batch.len(), batch.len() * used));
+        let mut at = 0;
+        for (i, position) in batch.iter().enumerate() {
+            let mine = &syms[i * used..(i + 1) * used];
+            let distinct: std::collections::HashSet<_> = mine.iter().collect();
+            assert_eq!(distinct.len(), used, "{board}: {mine:?} repeats a symmetry");
+            let moves = position.moves();
+            let mut value = 0.0;
+            let mut expected = vec![0.0f32; moves.len()];
+            for &sym in mine {
+                let corner = sym.apply(position).stone_at(konane_rules::Cell(0)).is_some();
+                value += if corner { 0.5 } else { -0.5 } / used as f32;
+                let images: Vec<Move> = moves.iter().map(|&m| sym.apply_move(size, m)).collect();
+                let total: f32 = images.iter().map(|&m| from_weight(m)).sum();
+                for (e, &image) in expected.iter_mut().zip(&images) {
+                    *e += from_weight(image) / total / used as f32;
+                }
+            }
+            assert!((values[i] - value).abs() < 1e-6, "{board} value {} vs {value}", values[i]);
+            for (k, e) in expected.iter().enumerate() {
+                assert!((priors[at + k] - e).abs() < 1e-6, "{board} prior {k}");
+            }
+            let sum: f32 = priors[at..at + moves.len()].iter().sum();
+            assert!((sum - 1.0).abs() < 1e-5, "{board} priors sum to {sum}");
+            at += moves.len();
+        }
+        assert_eq!(at, priors.len());
+    }
+}

@@ -43,6 +43,10 @@ pub struct NetFactory {
     label: String,
     seed: Option<u64>,
     evaluator_threads: usize,
+    /// Symmetries each evaluation averages over (1: one random symmetry).
+    symmetries: usize,
+    /// The spec set the batch size (`batch=`): more threads do not grow it.
+    batch_fixed: bool,
     /// The header of the loaded file (`None` for `net:init`).
     pub header: Option<NetHeader>,
 }
@@ -51,7 +55,18 @@ impl NetFactory {
     /// A factory for `net` with these limits (`nodes == Some(0)`: raw policy).
     /// Its players search with [`NetEvaluator::for_backend`].
     pub fn new(net: Net, backend: Backend, limits: Limits, search: SearchConfig, label: String) -> NetFactory {
-        NetFactory { net, backend, limits, search, label, seed: None, evaluator_threads: 1, header: None }
+        NetFactory {
+            net,
+            backend,
+            limits,
+            search,
+            label,
+            seed: None,
+            evaluator_threads: 1,
+            symmetries: 1,
+            batch_fixed: false,
+            header: None,
+        }
     }
 
     /// Splits each player's batches over `threads` evaluators, one core
@@ -60,7 +75,9 @@ impl NetFactory {
     /// every core keep one.
     pub fn with_evaluator_threads(mut self, threads: usize) -> NetFactory {
         let threads = threads.max(1);
-        self.search.batch_size = self.search.batch_size.max(SearchConfig::default().batch_size * threads);
+        if !self.batch_fixed {
+            self.search.batch_size = self.search.batch_size.max(SearchConfig::default().batch_size * threads);
+        }
         self.evaluator_threads = threads;
         self
     }
@@ -71,13 +88,22 @@ impl NetFactory {
     /// # Errors
     /// The network file is missing, damaged or of another format.
     pub fn from_spec(spec: &PlayerSpec, backend: Backend) -> Result<NetFactory, CheckpointError> {
-        let PlayerKind::Net { path, solve_max_stones } = &spec.kind else {
+        let PlayerKind::Net { path, solve_max_stones, tuning } = &spec.kind else {
             panic!("NetFactory::from_spec on a non-net spec {spec}");
         };
         let device = backend.device();
         let (net, header, _) = load_model(path, &device, spec.seed_or(0))?;
-        let search = SearchConfig { solve_max_stones: *solve_max_stones, ..SearchConfig::default() };
+        let defaults = SearchConfig::default();
+        let search = SearchConfig {
+            solve_max_stones: *solve_max_stones,
+            c_puct: tuning.c_puct.unwrap_or(defaults.c_puct),
+            fpu_reduction: tuning.fpu_reduction.unwrap_or(defaults.fpu_reduction),
+            batch_size: tuning.batch_size.unwrap_or(defaults.batch_size),
+            ..defaults
+        };
         let mut factory = NetFactory::new(net, backend, spec.limits, search, spec.to_string());
+        factory.batch_fixed = tuning.batch_size.is_some();
+        factory.symmetries = tuning.symmetries.unwrap_or(1);
         factory.seed = spec.seed;
         factory.header = header;
         Ok(factory)
@@ -91,7 +117,7 @@ impl NetFactory {
         let seed = self.seed.unwrap_or(seed);
         let evaluators =
             (0..self.evaluator_threads).map(|_| NetEvaluator::for_backend(&self.net, self.backend)).collect();
-        let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed);
+        let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed).with_ensemble(self.symmetries);
         let raw_policy = self.limits.nodes == Some(0);
         let limits = if raw_policy { Limits { nodes: None, ..self.limits } } else { self.limits };
         MctsPlayer::new(evaluator, self.search.clone(), limits, seed, raw_policy)

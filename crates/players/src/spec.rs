@@ -52,7 +52,26 @@ pub enum PlayerKind {
         /// Search leaves with at most this many stones are solved exactly
         /// (`solve=N`; 0, the default, = off).
         solve_max_stones: u32,
+        /// Search settings the spec overrides (`c=`, `fpu=`, `batch=`);
+        /// `None` keeps the search's defaults.
+        tuning: SearchTuning,
     },
+}
+
+/// Search settings a `net:` spec may override, for tuning matches
+/// (`net:PATH,c=2,fpu=0.3,batch=4`); unset fields keep the search defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SearchTuning {
+    /// PUCT exploration constant (`c=`).
+    pub c_puct: Option<f32>,
+    /// First-play-urgency reduction (`fpu=`).
+    pub fpu_reduction: Option<f32>,
+    /// Leaves evaluated together (`batch=`): smaller batches search more
+    /// exactly (fewer virtual-loss detours), larger ones run faster.
+    pub batch_size: Option<usize>,
+    /// Symmetries each evaluation averages over (`sym=`, 1 to 8): a less
+    /// noisy network at that many times the cost.
+    pub symmetries: Option<usize>,
 }
 
 /// A parsed player spec: a kind, its limits, and an optional fixed seed.
@@ -127,7 +146,7 @@ impl FromStr for PlayerSpec {
             "random" | "greedy" => &["seed"],
             "alphabeta" => &["depth", "ms", "nodes", "seed"],
             "mcts" => &["sims", "ms", "c", "seed"],
-            "net" => &["sims", "ms", "seed", "solve"],
+            "net" => &["sims", "ms", "seed", "solve", "c", "fpu", "batch", "sym"],
             "" => return Err(fail("empty player name".into())),
             other => return Err(fail(format!("unknown player '{other}'"))),
         };
@@ -135,6 +154,7 @@ impl FromStr for PlayerSpec {
         let mut seed = None;
         let mut exploration = 1.0;
         let mut solve_max_stones = 0;
+        let mut tuning = SearchTuning::default();
         for option in options.into_iter().flat_map(|o| o.split(',')) {
             let (key, value) =
                 option.split_once('=').ok_or_else(|| fail(format!("option '{option}' is not key=value")))?;
@@ -147,6 +167,13 @@ impl FromStr for PlayerSpec {
                     _ => Err(fail(format!("{key}={value}: {what} must be a whole number of at least 1"))),
                 }
             };
+            let non_negative = || -> Result<f32, SpecError> {
+                value
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .ok_or_else(|| fail(format!("{key}={value}: a number >= 0")))
+            };
             match key {
                 "depth" => {
                     let depth = positive("depth")?;
@@ -158,6 +185,22 @@ impl FromStr for PlayerSpec {
                 "ms" => limits.movetime = Some(Duration::from_millis(positive("ms")?)),
                 "sims" if kind == "net" && value == "0" => limits.nodes = Some(0),
                 "nodes" | "sims" => limits.nodes = Some(positive(key)?),
+                "c" if kind == "net" => tuning.c_puct = Some(non_negative()?),
+                "fpu" => tuning.fpu_reduction = Some(non_negative()?),
+                "batch" => {
+                    let batch = positive("batch")?;
+                    if batch > 4096 {
+                        return Err(fail(format!("batch={value}: at most 4096")));
+                    }
+                    tuning.batch_size = Some(batch as usize);
+                }
+                "sym" => {
+                    let count = positive("sym")?;
+                    if count > 8 {
+                        return Err(fail(format!("sym={value}: a board has at most 8 symmetries")));
+                    }
+                    tuning.symmetries = Some(count as usize);
+                }
                 "c" => {
                     exploration = value
                         .parse::<f64>()
@@ -189,7 +232,7 @@ impl FromStr for PlayerSpec {
                 if limits.nodes.is_none() && limits.movetime.is_none() {
                     limits.nodes = Some(800);
                 }
-                PlayerKind::Net { path: net_path.expect("set for net above"), solve_max_stones }
+                PlayerKind::Net { path: net_path.expect("set for net above"), solve_max_stones, tuning }
             }
             _ => {
                 if limits.nodes.is_none() && limits.movetime.is_none() {
@@ -218,12 +261,17 @@ mod tests {
         assert_eq!(spec.kind, PlayerKind::Mcts { exploration: 1.4 });
         assert_eq!("alphabeta".parse::<PlayerSpec>().unwrap().limits.depth, Some(4));
         let spec: PlayerSpec = "net:checkpoints/6x6,sims=0".parse().unwrap();
-        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/6x6".into(), solve_max_stones: 0 });
+        let tuning = SearchTuning::default();
+        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/6x6".into(), solve_max_stones: 0, tuning });
         assert_eq!(spec.limits.nodes, Some(0));
         assert!(spec.build(1).is_none());
         assert_eq!("net:init".parse::<PlayerSpec>().unwrap().limits.nodes, Some(800));
         let spec: PlayerSpec = "net:checkpoints/8x8,sims=800,solve=14".parse().unwrap();
-        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/8x8".into(), solve_max_stones: 14 });
+        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/8x8".into(), solve_max_stones: 14, tuning });
+        let spec: PlayerSpec = "net:n.knet,c=2.5,fpu=0,batch=4,sym=8".parse().unwrap();
+        let tuning =
+            SearchTuning { c_puct: Some(2.5), fpu_reduction: Some(0.0), batch_size: Some(4), symmetries: Some(8) };
+        assert_eq!(spec.kind, PlayerKind::Net { path: "n.knet".into(), solve_max_stones: 0, tuning });
     }
 
     #[test]
@@ -240,6 +288,13 @@ mod tests {
             ("net", "needs a path"),
             ("net:x,depth=3", "no option 'depth'"),
             ("net:x,solve=-1", "solve=-1"),
+            ("net:x,c=-1", "c=-1"),
+            ("net:x,fpu=nan", "fpu=nan"),
+            ("net:x,batch=0", "batch=0"),
+            ("net:x,batch=5000", "at most 4096"),
+            ("mcts:fpu=1", "no option 'fpu'"),
+            ("net:x,sym=9", "at most 8"),
+            ("net:x,sym=0", "sym=0"),
             ("alphabeta:solve=3", "no option 'solve'"),
             ("", "empty"),
         ] {
