@@ -25,7 +25,11 @@ mkdir -p "$dest"
 cp "$run/$latest" "$dest/net.knet.tmp" && mv "$dest/net.knet.tmp" "$dest/net.knet"
 printf 'net.knet\n' > "$dest/LATEST.tmp" && mv "$dest/LATEST.tmp" "$dest/LATEST"
 cp "$run/config.toml" "$dest/config.toml"
-# One line per iteration from 1: a kept iteration ships the lines up to it.
-head -n "${3:-1000000000}" "$run/metrics.jsonl" > "$dest/metrics.jsonl"
+if [ -n "${3:-}" ]; then
+  # One line per iteration from 1: a kept iteration ships the lines up to it.
+  head -n "$3" "$run/metrics.jsonl" > "$dest/metrics.jsonl"
+else
+  cp "$run/metrics.jsonl" "$dest/metrics.jsonl"
+fi
 "$konane" plot "$run" --hours --out "$dest/curves.png"
 echo "shipped $run/$latest -> $dest ($(du -h "$dest/net.knet" | cut -f1))"

@@ -1,7 +1,7 @@
 //! What the search asks of a network: values and move priors for a batch
 //! of positions at once, so a CPU backend runs at useful batch sizes.
 
-use konane_rules::{Move, MoveList, Position, Symmetry};
+use konane_rules::{Move, MoveList, Position, Size, Symmetry};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -88,7 +88,6 @@ pub struct SymmetryEvaluator<E> {
     inner: E,
     ensemble: usize,
     rng: ChaCha8Rng,
-    choices: Vec<Symmetry>,
     inner_values: Vec<f32>,
     symmetries: Vec<Symmetry>,
     transformed: Vec<Position>,
@@ -107,7 +106,6 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
             inner,
             ensemble: 1,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            choices: Vec::new(),
             inner_values: Vec::new(),
             symmetries: Vec::new(),
             transformed: Vec::new(),
@@ -143,22 +141,24 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
     }
 }
 
+impl<E: Evaluator> SymmetryEvaluator<E> {
+    /// How many symmetries a position of `size` is evaluated through.
+    fn ensemble_of(&self, size: Size) -> usize {
+        self.ensemble.min(Symmetry::of(size).len())
+    }
+}
+
 impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
     fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
         self.symmetries.clear();
         self.transformed.clear();
-        let Some(first) = positions.first() else { return };
-        let all = Symmetry::of(first.size());
-        let count = self.ensemble.min(all.len());
         for position in positions {
-            debug_assert_eq!(position.size(), first.size(), "one board size per batch");
-            self.choices.clear();
-            self.choices.extend_from_slice(all);
-            let chosen: &[Symmetry] = if count == 1 {
+            let all = Symmetry::of(position.size());
+            let mut choices = Symmetry::ALL;
+            let chosen: &[Symmetry] = match self.ensemble_of(position.size()) {
                 // One draw, as before ensembles: seeded games stay as they were.
-                std::slice::from_ref(all.choose(&mut self.rng).expect("every board has the identity"))
-            } else {
-                self.choices.partial_shuffle(&mut self.rng, count).0
+                1 => std::slice::from_ref(all.choose(&mut self.rng).expect("every board has the identity")),
+                count => choices[..all.len()].partial_shuffle(&mut self.rng, count).0,
             };
             for &sym in chosen {
                 self.symmetries.push(sym);
@@ -168,16 +168,16 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
         self.inner_values.clear();
         self.inner_priors.clear();
         self.inner.evaluate(&self.transformed, &mut self.inner_values, &mut self.inner_priors);
-        let weight = 1.0 / count as f32;
-        let mut offset = 0;
-        for (i, position) in positions.iter().enumerate() {
+        let (mut first, mut offset) = (0, 0);
+        for position in positions {
             let size = position.size();
-            values.push(self.inner_values[i * count..(i + 1) * count].iter().sum::<f32>() * weight);
+            let count = self.ensemble_of(size);
+            let weight = 1.0 / count as f32;
+            values.push(self.inner_values[first..first + count].iter().sum::<f32>() * weight);
             let start = priors.len();
             position.legal_moves(&mut self.moves);
-            priors.extend(std::iter::repeat_n(0.0, self.moves.len()));
-            for j in i * count..(i + 1) * count {
-                let (sym, transformed) = (self.symmetries[j], &self.transformed[j]);
+            priors.resize(start + self.moves.len(), 0.0);
+            for (&sym, transformed) in self.symmetries[first..first + count].iter().zip(&self.transformed[first..]) {
                 transformed.legal_moves(&mut self.image_moves);
                 self.index.clear();
                 self.index.extend(self.image_moves.iter().enumerate().map(|(k, &mv)| (mv, k as u32)));
@@ -193,6 +193,7 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
                     *prior += inner[self.index[at].1 as usize] * weight;
                 }
             }
+            first += count;
         }
         debug_assert_eq!(offset, self.inner_priors.len());
     }

@@ -361,22 +361,34 @@ fn symmetry_evaluator_maps_priors_back_to_the_right_moves() {
 
 #[test]
 fn symmetry_ensembles_average_distinct_symmetries() {
-    for (board, count, seed) in [("6x6", 8, 5), ("6x6", 3, 6), ("4x6", 8, 7), ("5x5", 2, 8)] {
-        let size = size(board);
+    let cases: [(&[&str], usize, u64); 5] = [
+        (&["6x6"], 8, 5),
+        (&["6x6"], 3, 6),
+        (&["4x6"], 8, 7),
+        (&["5x5"], 2, 8),
+        (&["6x6", "4x6", "7x5"], 8, 9), // mixed sizes: each position uses its own board's symmetries
+    ];
+    for (boards, count, seed) in cases {
         let mut evaluator =
             SymmetryEvaluator::new(FromCellEvaluator { moves: MoveList::new() }, seed).with_ensemble(count);
-        let batch: Vec<Position> = (0..4).map(|i| midgame(size, 3 + 2 * i, seed * 10 + i as u64)).collect();
+        let batch: Vec<Position> = boards
+            .iter()
+            .flat_map(|board| (0..4).map(move |i| midgame(size(board), 3 + 2 * i, seed * 10 + i as u64)))
+            .collect();
         let (mut values, mut priors) = (Vec::new(), Vec::new());
         evaluator.evaluate(&batch, &mut values, &mut priors);
-        // A rectangle has 4 symmetries, so 8 asked means all 4.
-        let used = count.min(Symmetry::of(size).len());
         let syms = evaluator.last_symmetries().to_vec();
-        assert_eq!((values.len(), syms.len()), (batch.len(), batch.len() * used));
-        let mut at = 0;
+        assert_eq!(values.len(), batch.len());
+        let (mut at, mut first) = (0, 0);
         for (i, position) in batch.iter().enumerate() {
-            let mine = &syms[i * used..(i + 1) * used];
+            let size = position.size();
+            // A rectangle has 4 symmetries, so 8 asked means all 4.
+            let used = count.min(Symmetry::of(size).len());
+            let mine = &syms[first..first + used];
+            first += used;
             let distinct: std::collections::HashSet<_> = mine.iter().collect();
-            assert_eq!(distinct.len(), used, "{board}: {mine:?} repeats a symmetry");
+            assert_eq!(distinct.len(), used, "{boards:?}: {mine:?} repeats a symmetry");
+            assert!(mine.iter().all(|sym| Symmetry::of(size).contains(sym)), "{size:?}: {mine:?}");
             let moves = position.moves();
             let mut value = 0.0;
             let mut expected = vec![0.0f32; moves.len()];
@@ -389,14 +401,14 @@ fn symmetry_ensembles_average_distinct_symmetries() {
                     *e += from_weight(image) / total / used as f32;
                 }
             }
-            assert!((values[i] - value).abs() < 1e-6, "{board} value {} vs {value}", values[i]);
+            assert!((values[i] - value).abs() < 1e-6, "{boards:?} value {} vs {value}", values[i]);
             for (k, e) in expected.iter().enumerate() {
-                assert!((priors[at + k] - e).abs() < 1e-6, "{board} prior {k}");
+                assert!((priors[at + k] - e).abs() < 1e-6, "{boards:?} prior {k}");
             }
             let sum: f32 = priors[at..at + moves.len()].iter().sum();
-            assert!((sum - 1.0).abs() < 1e-5, "{board} priors sum to {sum}");
+            assert!((sum - 1.0).abs() < 1e-5, "{boards:?} priors sum to {sum}");
             at += moves.len();
         }
-        assert_eq!(at, priors.len());
+        assert_eq!((at, first), (priors.len(), syms.len()));
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use burn::tensor::Device;
 use konane_mcts::{MctsPlayer, ParallelEvaluator, SearchConfig, SymmetryEvaluator};
 use konane_players::arena::PlayerFactory;
-use konane_players::spec::PlayerKind;
+use konane_players::spec::{PlayerKind, SearchTuning};
 use konane_players::{Limits, Player, PlayerSpec};
 
 use crate::backend::Backend;
@@ -43,10 +43,9 @@ pub struct NetFactory {
     label: String,
     seed: Option<u64>,
     evaluator_threads: usize,
-    /// Symmetries each evaluation averages over (1: one random symmetry).
-    symmetries: usize,
-    /// The spec set the batch size (`batch=`): more threads do not grow it.
-    batch_fixed: bool,
+    /// What the spec set of the search: a set `batch=` is not grown by
+    /// more threads; `sym=` wraps the evaluator.
+    tuning: SearchTuning,
     /// The header of the loaded file (`None` for `net:init`).
     pub header: Option<NetHeader>,
 }
@@ -63,8 +62,7 @@ impl NetFactory {
             label,
             seed: None,
             evaluator_threads: 1,
-            symmetries: 1,
-            batch_fixed: false,
+            tuning: SearchTuning::default(),
             header: None,
         }
     }
@@ -75,7 +73,7 @@ impl NetFactory {
     /// every core keep one.
     pub fn with_evaluator_threads(mut self, threads: usize) -> NetFactory {
         let threads = threads.max(1);
-        if !self.batch_fixed {
+        if self.tuning.batch_size.is_none() {
             self.search.batch_size = self.search.batch_size.max(SearchConfig::default().batch_size * threads);
         }
         self.evaluator_threads = threads;
@@ -102,8 +100,7 @@ impl NetFactory {
             ..defaults
         };
         let mut factory = NetFactory::new(net, backend, spec.limits, search, spec.to_string());
-        factory.batch_fixed = tuning.batch_size.is_some();
-        factory.symmetries = tuning.symmetries.unwrap_or(1);
+        factory.tuning = *tuning;
         factory.seed = spec.seed;
         factory.header = header;
         Ok(factory)
@@ -117,7 +114,8 @@ impl NetFactory {
         let seed = self.seed.unwrap_or(seed);
         let evaluators =
             (0..self.evaluator_threads).map(|_| NetEvaluator::for_backend(&self.net, self.backend)).collect();
-        let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed).with_ensemble(self.symmetries);
+        let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed)
+            .with_ensemble(self.tuning.symmetries.unwrap_or(1));
         let raw_policy = self.limits.nodes == Some(0);
         let limits = if raw_policy { Limits { nodes: None, ..self.limits } } else { self.limits };
         MctsPlayer::new(evaluator, self.search.clone(), limits, seed, raw_policy)

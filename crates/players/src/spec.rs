@@ -52,14 +52,14 @@ pub enum PlayerKind {
         /// Search leaves with at most this many stones are solved exactly
         /// (`solve=N`; 0, the default, = off).
         solve_max_stones: u32,
-        /// Search settings the spec overrides (`c=`, `fpu=`, `batch=`);
-        /// `None` keeps the search's defaults.
+        /// Search settings the spec overrides (`c=`, `fpu=`, `batch=`,
+        /// `sym=`); `None` keeps the search's defaults.
         tuning: SearchTuning,
     },
 }
 
 /// Search settings a `net:` spec may override, for tuning matches
-/// (`net:PATH,c=2,fpu=0.3,batch=4`); unset fields keep the search defaults.
+/// (`net:PATH,c=2,fpu=0.3,batch=4,sym=4`); unset fields keep the search defaults.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SearchTuning {
     /// PUCT exploration constant (`c=`).
@@ -167,47 +167,27 @@ impl FromStr for PlayerSpec {
                     _ => Err(fail(format!("{key}={value}: {what} must be a whole number of at least 1"))),
                 }
             };
-            let non_negative = || -> Result<f32, SpecError> {
+            let at_most = |max: u64, why: &str| -> Result<u64, SpecError> {
+                let n = positive(key)?;
+                if n > max { Err(fail(format!("{key}={value}: {why}at most {max}"))) } else { Ok(n) }
+            };
+            let non_negative = || -> Result<f64, SpecError> {
                 value
-                    .parse::<f32>()
+                    .parse::<f64>()
                     .ok()
                     .filter(|x| x.is_finite() && *x >= 0.0)
                     .ok_or_else(|| fail(format!("{key}={value}: a number >= 0")))
             };
             match key {
-                "depth" => {
-                    let depth = positive("depth")?;
-                    if depth > 200 {
-                        return Err(fail(format!("depth={value}: at most 200")));
-                    }
-                    limits.depth = Some(depth as u32);
-                }
+                "depth" => limits.depth = Some(at_most(200, "")? as u32),
                 "ms" => limits.movetime = Some(Duration::from_millis(positive("ms")?)),
                 "sims" if kind == "net" && value == "0" => limits.nodes = Some(0),
                 "nodes" | "sims" => limits.nodes = Some(positive(key)?),
-                "c" if kind == "net" => tuning.c_puct = Some(non_negative()?),
-                "fpu" => tuning.fpu_reduction = Some(non_negative()?),
-                "batch" => {
-                    let batch = positive("batch")?;
-                    if batch > 4096 {
-                        return Err(fail(format!("batch={value}: at most 4096")));
-                    }
-                    tuning.batch_size = Some(batch as usize);
-                }
-                "sym" => {
-                    let count = positive("sym")?;
-                    if count > 8 {
-                        return Err(fail(format!("sym={value}: a board has at most 8 symmetries")));
-                    }
-                    tuning.symmetries = Some(count as usize);
-                }
-                "c" => {
-                    exploration = value
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|c| c.is_finite() && *c >= 0.0)
-                        .ok_or_else(|| fail(format!("c={value}: the exploration constant is a number >= 0")))?
-                }
+                "fpu" => tuning.fpu_reduction = Some(non_negative()? as f32),
+                "batch" => tuning.batch_size = Some(at_most(4096, "")? as usize),
+                "sym" => tuning.symmetries = Some(at_most(8, "a board has ")? as usize),
+                "c" if kind == "net" => tuning.c_puct = Some(non_negative()? as f32),
+                "c" => exploration = non_negative()?,
                 "seed" => seed = Some(value.parse().map_err(|_| fail(format!("seed={value}: a whole number")))?),
                 "solve" => {
                     solve_max_stones = value
