@@ -9,7 +9,7 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use konane_mcts::{Evaluator, MctsPlayer, SearchConfig};
-use konane_nn::player::{NetFactory, load_model};
+use konane_nn::player::{NetFactory, PLAYER_BATCH, load_model};
 use konane_nn::{Backend, checkpoint};
 use konane_players::{Limits, Player};
 use konane_rules::{Cell, Color, GameRecord, Move, Position, Size};
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let trained_size = header.as_ref().and_then(|h| h.sizes.first()).and_then(|s| s.parse::<Size>().ok());
     let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
-    let search = SearchConfig { solve_max_stones: args.solve, ..SearchConfig::default() };
+    let search = SearchConfig { solve_max_stones: args.solve, batch_size: PLAYER_BATCH, ..SearchConfig::default() };
     let factory = NetFactory::new(net, backend, limits, search, label.clone())
         .with_evaluator_threads(args.threads.unwrap_or_else(super::cores));
     let engine = factory.build_player(args.seed);

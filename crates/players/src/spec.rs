@@ -67,7 +67,9 @@ pub struct SearchTuning {
     /// First-play-urgency reduction (`fpu=`).
     pub fpu_reduction: Option<f32>,
     /// Leaves evaluated together (`batch=`): smaller batches search more
-    /// exactly (fewer virtual-loss detours), larger ones run faster.
+    /// exactly (fewer virtual-loss detours); larger ones pay only where a
+    /// position costs less in a batch (burn's backends) or a search is
+    /// split over threads. Unset: the network player's default.
     pub batch_size: Option<usize>,
     /// Symmetries each evaluation averages over (`sym=`, 1 to 8): a less
     /// noisy network at that many times the cost.
