@@ -61,3 +61,20 @@ fn the_shipped_8x8_network_loads_from_its_directory() {
     assert!(text.contains("network plays "), "black (the network) opens: {text}");
     assert!(text.contains("legal ("), "{text}");
 }
+
+#[test]
+fn all_eight_symmetries_make_the_network_independent_of_its_seed() {
+    let session = |sym: &str, seed: &str| {
+        let args = ["--sims", "24", "--threads", "1", "--color", "white", "--sym", sym, "--seed", seed];
+        let out = play(&args, "hint\neval\nquit\n");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let (one, other) = (session("8", "1"), session("8", "2"));
+    assert!(one.contains("network plays ") && one.contains('%'), "{one}");
+    assert_eq!(one, other, "averaged over every symmetry, the search has nothing random left");
+    assert_ne!(session("1", "1"), session("1", "2"), "one random symmetry: the seed shows in the visit shares");
+    let out = play(&["--sym", "9"], "");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--sym"), "the error names the flag");
+}

@@ -40,6 +40,10 @@ pub struct Args {
     /// the network then plays solved endgames perfectly.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=400))]
     solve: u32,
+    /// Average every network evaluation over this many board symmetries
+    /// (1-8; more is steadier play at that many times the cost).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    sym: u32,
     /// Backend: flex or ndarray.
     #[arg(long, default_value = "flex")]
     backend: Backend,
@@ -75,6 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
     let search = SearchConfig { solve_max_stones: args.solve, batch_size: PLAYER_BATCH, ..SearchConfig::default() };
     let factory = NetFactory::new(net, backend, limits, search, label.clone())
+        .with_symmetries(args.sym as usize)
         .with_evaluator_threads(args.threads.unwrap_or_else(super::cores));
     let engine = factory.build_player(args.seed);
 

@@ -158,6 +158,10 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
             let chosen: &[Symmetry] = match self.ensemble_of(position.size()) {
                 // One draw, as before ensembles: seeded games stay as they were.
                 1 => std::slice::from_ref(all.choose(&mut self.rng).expect("every board has the identity")),
+                // All of them in a fixed order: the averages are summed the
+                // same way every time, so the search no longer depends on
+                // the seed, not even through rounding at exact ties.
+                count if count == all.len() => all,
                 count => choices[..all.len()].partial_shuffle(&mut self.rng, count).0,
             };
             for &sym in chosen {

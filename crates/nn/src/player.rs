@@ -93,6 +93,13 @@ impl NetFactory {
         self
     }
 
+    /// Averages every evaluation of its players over `count` distinct board
+    /// symmetries (as a spec's `sym=`; 1 is one random symmetry).
+    pub fn with_symmetries(mut self, count: usize) -> NetFactory {
+        self.tuning.symmetries = Some(count.max(1));
+        self
+    }
+
     /// Loads the network a `net:` spec names (a file, a directory with a
     /// `LATEST` pointer, or `init` for fresh seeded default weights).
     ///
