@@ -117,8 +117,9 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
     }
 
     /// Averages each evaluation over `count` distinct symmetries drawn at
-    /// random (all of the board's when `count` is at least their number;
-    /// 1, the default, is one random symmetry).
+    /// random (all of the board's, in a fixed order and so independent of
+    /// the seed, when `count` is at least their number; 1, the default, is
+    /// one random symmetry).
     pub fn with_ensemble(mut self, count: usize) -> SymmetryEvaluator<E> {
         self.ensemble = count.max(1);
         self
