@@ -8,11 +8,12 @@
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use konane_mcts::{Evaluator, MctsPlayer, SearchConfig};
-use konane_nn::player::{NetFactory, PLAYER_BATCH, load_model};
+use konane_mcts::{Evaluator, MctsPlayer};
+use konane_nn::player::{NetFactory, load_model};
 use konane_nn::{Backend, checkpoint};
+use konane_players::spec::SearchTuning;
 use konane_players::{Limits, Player};
-use konane_rules::{Cell, Color, GameRecord, Move, Position, Size};
+use konane_rules::{Cell, Color, GameRecord, Move, Position, Size, Symmetry};
 
 /// The network `konane play` uses when no `--model` is given: the shipped
 /// 6x6 checkpoint, compiled into the binary so it works from any directory.
@@ -42,7 +43,7 @@ pub struct Args {
     solve: u32,
     /// Average every network evaluation over this many board symmetries
     /// (1-8; more is steadier play at that many times the cost).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=Symmetry::ALL.len() as i64))]
     sym: u32,
     /// Backend: flex or ndarray.
     #[arg(long, default_value = "flex")]
@@ -77,9 +78,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let trained_size = header.as_ref().and_then(|h| h.sizes.first()).and_then(|s| s.parse::<Size>().ok());
     let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
-    let search = SearchConfig { solve_max_stones: args.solve, batch_size: PLAYER_BATCH, ..SearchConfig::default() };
-    let factory = NetFactory::new(net, backend, limits, search, label.clone())
-        .with_symmetries(args.sym as usize)
+    let tuning = SearchTuning { symmetries: Some(args.sym as usize), ..SearchTuning::default() };
+    let factory = NetFactory::tuned(net, backend, limits, args.solve, tuning, label.clone())
         .with_evaluator_threads(args.threads.unwrap_or_else(super::cores));
     let engine = factory.build_player(args.seed);
 
@@ -352,7 +352,7 @@ impl<E: Evaluator> Session<E> {
 
 #[cfg(test)]
 mod tests {
-    use konane_mcts::UniformEvaluator;
+    use konane_mcts::{SearchConfig, UniformEvaluator};
 
     use super::*;
 

@@ -93,11 +93,27 @@ impl NetFactory {
         self
     }
 
-    /// Averages every evaluation of its players over `count` distinct board
-    /// symmetries (as a spec's `sym=`; 1 is one random symmetry).
-    pub fn with_symmetries(mut self, count: usize) -> NetFactory {
-        self.tuning.symmetries = Some(count.max(1));
-        self
+    /// A factory for a network player as a `net:` spec describes one:
+    /// the search defaults with `tuning`'s overrides (a single evaluator
+    /// gathering [`PLAYER_BATCH`] leaves unless `batch=` is set) and
+    /// leaves of at most `solve_max_stones` stones solved exactly.
+    pub fn tuned(
+        net: Net,
+        backend: Backend,
+        limits: Limits,
+        solve_max_stones: u32,
+        tuning: SearchTuning,
+        label: String,
+    ) -> NetFactory {
+        let defaults = SearchConfig::default();
+        let search = SearchConfig {
+            solve_max_stones,
+            c_puct: tuning.c_puct.unwrap_or(defaults.c_puct),
+            fpu_reduction: tuning.fpu_reduction.unwrap_or(defaults.fpu_reduction),
+            batch_size: tuning.batch_size.unwrap_or(PLAYER_BATCH),
+            ..defaults
+        };
+        NetFactory { tuning, ..NetFactory::new(net, backend, limits, search, label) }
     }
 
     /// Loads the network a `net:` spec names (a file, a directory with a
@@ -109,21 +125,9 @@ impl NetFactory {
         let PlayerKind::Net { path, solve_max_stones, tuning } = &spec.kind else {
             panic!("NetFactory::from_spec on a non-net spec {spec}");
         };
-        let device = backend.device();
-        let (net, header, _) = load_model(path, &device, spec.seed_or(0))?;
-        let defaults = SearchConfig::default();
-        let search = SearchConfig {
-            solve_max_stones: *solve_max_stones,
-            c_puct: tuning.c_puct.unwrap_or(defaults.c_puct),
-            fpu_reduction: tuning.fpu_reduction.unwrap_or(defaults.fpu_reduction),
-            batch_size: tuning.batch_size.unwrap_or(PLAYER_BATCH),
-            ..defaults
-        };
-        let mut factory = NetFactory::new(net, backend, spec.limits, search, spec.to_string());
-        factory.tuning = *tuning;
-        factory.seed = spec.seed;
-        factory.header = header;
-        Ok(factory)
+        let (net, header, _) = load_model(path, &backend.device(), spec.seed_or(0))?;
+        let factory = NetFactory::tuned(net, backend, spec.limits, *solve_max_stones, *tuning, spec.to_string());
+        Ok(NetFactory { seed: spec.seed, header, ..factory })
     }
 }
 

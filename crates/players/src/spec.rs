@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use konane_rules::Symmetry;
 use thiserror::Error;
 
 use crate::alphabeta::AlphaBetaPlayer;
@@ -187,7 +188,7 @@ impl FromStr for PlayerSpec {
                 "nodes" | "sims" => limits.nodes = Some(positive(key)?),
                 "fpu" => tuning.fpu_reduction = Some(non_negative()? as f32),
                 "batch" => tuning.batch_size = Some(at_most(4096, "")? as usize),
-                "sym" => tuning.symmetries = Some(at_most(8, "a board has ")? as usize),
+                "sym" => tuning.symmetries = Some(at_most(Symmetry::ALL.len() as u64, "a board has ")? as usize),
                 "c" if kind == "net" => tuning.c_puct = Some(non_negative()? as f32),
                 "c" => exploration = non_negative()?,
                 "seed" => seed = Some(value.parse().map_err(|_| fail(format!("seed={value}: a whole number")))?),
