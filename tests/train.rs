@@ -85,9 +85,16 @@ fn train_resume_and_plot() {
 
     // The trained network plays through the usual player spec.
     let spec = format!("net:{run_arg},sims=4");
-    let output = konane(&["eval", "--a", &spec, "--b", "random", "--size", "5x5", "--games", "2", "--threads", "1"]);
+    let output = Command::new(env!("CARGO_BIN_EXE_konane"))
+        .args(["eval", "--a", &spec, "--b", "random", "--size", "5x5", "--games", "2", "--threads", "1"])
+        .env("KONANE_LOG", "info")
+        .output()
+        .expect("run konane");
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("2 games scored"), "{stdout}");
+    // Piped output hides the progress bar, so progress is logged instead.
+    assert!(stderr.contains("match progress games=1 of=2") && stderr.contains("games=2 of=2"), "{stderr}");
 
     let svg = root.path().join("curves.svg");
     let output = konane(&["plot", run_arg, "--out", svg.to_str().unwrap()]);

@@ -65,14 +65,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} games  A {msg}  [{elapsed_precise} < {eta_precise}]")
             .expect("valid template"),
     );
-    let (a_wins, scored) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    // Without a terminal (a match run in the background, output to a file)
+    // the bar is hidden, so progress goes to the log every twentieth of the match.
+    let log_every = (args.games / 20).max(1);
+    let (a_wins, scored, finished) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
     let results = play_match(&*a_factory, &*b_factory, &config, &|game| {
         if game.fault.is_none() {
             scored.fetch_add(1, Ordering::Relaxed);
             a_wins.fetch_add(game.a_won as usize, Ordering::Relaxed);
         }
+        let done = finished.fetch_add(1, Ordering::Relaxed) as u64 + 1;
         let (w, n) = (a_wins.load(Ordering::Relaxed), scored.load(Ordering::Relaxed));
-        bar.set_message(format!("{w}/{n} ({:.1}%)", 100.0 * w as f64 / n.max(1) as f64));
+        let score = format!("{w}/{n} ({:.1}%)", 100.0 * w as f64 / n.max(1) as f64);
+        if bar.is_hidden() && (done % log_every == 0 || done == args.games) {
+            tracing::info!(games = done, of = args.games, a_score = %score, elapsed_s = bar.elapsed().as_secs(), "match progress");
+        }
+        bar.set_message(score);
         bar.inc(1);
     })?;
     bar.finish_and_clear();
