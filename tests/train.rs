@@ -36,7 +36,12 @@ simulations = 4
 "#;
 
 fn konane(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_konane")).args(args).env("KONANE_LOG", "warn").output().expect("run konane")
+    konane_logging(args, "warn")
+}
+
+/// Runs the binary with its log filter (`KONANE_LOG`) set to `level`.
+fn konane_logging(args: &[&str], level: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_konane")).args(args).env("KONANE_LOG", level).output().expect("run konane")
 }
 
 fn text(output: &Output) -> (String, String) {
@@ -85,11 +90,8 @@ fn train_resume_and_plot() {
 
     // The trained network plays through the usual player spec.
     let spec = format!("net:{run_arg},sims=4");
-    let output = Command::new(env!("CARGO_BIN_EXE_konane"))
-        .args(["eval", "--a", &spec, "--b", "random", "--size", "5x5", "--games", "2", "--threads", "1"])
-        .env("KONANE_LOG", "info")
-        .output()
-        .expect("run konane");
+    let eval = ["eval", "--a", &spec, "--b", "random", "--size", "5x5", "--games", "2", "--threads", "1"];
+    let output = konane_logging(&eval, "info");
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("2 games scored"), "{stdout}");

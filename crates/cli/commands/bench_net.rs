@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use konane_mcts::{Evaluator, ParallelEvaluator, Search, SearchConfig};
 use konane_nn::model::Net;
+use konane_nn::player::LEAVES_PER_EVALUATOR_THREAD;
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
 use konane_rules::sample::cycled_positions;
 use konane_rules::{Position, Size};
@@ -105,20 +106,21 @@ fn evaluator(args: &Args, net: &Net) -> NetEvaluator {
     }
 }
 
-/// PUCT simulations/s from `root`: one tree, batches of 16 leaves per
-/// evaluator thread.
+/// PUCT simulations/s from `root`: one tree, batches of
+/// [`LEAVES_PER_EVALUATOR_THREAD`] leaves per evaluator thread.
 fn search(args: &Args, net: &Net, root: Position) -> anyhow::Result<()> {
     for &threads in &args.search_threads {
         anyhow::ensure!((1..=64).contains(&threads), "--search-threads: 1 to 64");
         let evaluators = (0..threads).map(|_| evaluator(args, net)).collect();
         let mut evaluator = ParallelEvaluator::new(evaluators);
-        let search_config = SearchConfig { batch_size: 16 * threads, ..SearchConfig::default() };
+        let batch_size = LEAVES_PER_EVALUATOR_THREAD * threads;
+        let search_config = SearchConfig { batch_size, ..SearchConfig::default() };
         let mut search = Search::new(search_config, 1);
         search.set_root(root);
         let start = Instant::now();
         let simulations = search.run(&mut evaluator, u64::MAX, Some(start + Duration::from_secs_f64(args.seconds)));
         let rate = simulations as f64 / start.elapsed().as_secs_f64();
-        println!("search, {threads} evaluator thread(s), batch {}: {rate:>7.0} simulations/s", 16 * threads);
+        println!("search, {threads} evaluator thread(s), batch {batch_size}: {rate:>7.0} simulations/s");
     }
     Ok(())
 }
