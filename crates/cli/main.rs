@@ -1,6 +1,7 @@
 //! `konane`: the command-line front end. Each subcommand is a thin file in
 //! `commands/`; the logic lives in the library crates.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -84,9 +85,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of our output went away (`konane perft 8x8 9 | head`):
+        // nobody is left to tell, and `head` expects the writer to end quietly.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Not eprintln!, which panics if standard error is gone too.
+            let _ = writeln!(io::stderr(), "error: {error:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `error` comes from writing to a pipe whose reader has closed.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || cause.downcast_ref::<konane_files::WriteError>().is_some_and(konane_files::WriteError::is_broken_pipe)
+    })
 }

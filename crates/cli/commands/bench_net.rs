@@ -1,6 +1,7 @@
 //! `konane bench-net --size 8x8`: network inference positions/s per batch
 //! size, on a chosen backend and network shape.
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,7 +17,7 @@ use konane_rules::{Position, Size};
 pub struct Args {
     /// Board size.
     #[arg(long, default_value = "8x8")]
-    size: String,
+    size: Size,
     /// flex or ndarray.
     #[arg(long, default_value = "flex")]
     backend: Backend,
@@ -24,22 +25,23 @@ pub struct Args {
     /// the native kernels that searches on flex use (ndarray always does).
     #[arg(long)]
     burn: bool,
-    /// Residual blocks.
+    /// Residual blocks (0 to 40).
     #[arg(long, default_value_t = 6)]
     blocks: usize,
-    /// Channels.
+    /// Channels (1 to 512).
     #[arg(long, default_value_t = 64)]
     channels: usize,
-    /// Batch sizes to measure.
-    #[arg(long, value_delimiter = ',', default_value = "1,8,32,128")]
-    batches: Vec<usize>,
-    /// Seconds per batch size.
-    #[arg(long, default_value_t = 2.0)]
+    /// Batch sizes to measure, each 1 to 4096 (at most 32 of them).
+    #[arg(long, value_delimiter = ',', num_args = 1..=32, default_value = "1,8,32,128",
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    batches: Vec<u64>,
+    /// Seconds per batch size, more than 0 and at most 3600.
+    #[arg(long, default_value_t = 2.0, value_parser = super::parse_seconds)]
     seconds: f64,
     /// Also measure PUCT simulations/s from a midgame position with this
     /// many evaluator threads (one core each), e.g. `1,2`; the flag with no
     /// value skips the search.
-    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1,2")]
+    #[arg(long, value_delimiter = ',', num_args = 0..=32, default_value = "1,2", value_parser = super::parse_threads)]
     search_threads: Vec<usize>,
 }
 
@@ -47,9 +49,9 @@ pub struct Args {
 /// one core), the same as multiply-adds per second against the backend's own
 /// matrix-multiply ceiling, then search simulations/s.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let size: Size = args.size.parse().context("--size")?;
-    anyhow::ensure!(args.blocks <= 40 && (1..=512).contains(&args.channels), "--blocks/--channels out of range");
+    let size = args.size;
     let config = NetConfig::new().with_blocks(args.blocks).with_channels(args.channels);
+    config.validate().context("--blocks/--channels")?;
     let net = init_net(&config, &args.backend.device(), 1);
     let positions = cycled_positions(size, 256);
     // Inference on one core: the search runs one evaluator per core.
@@ -63,37 +65,40 @@ fn inference(args: &Args, size: Size, config: &NetConfig, net: &Net, positions: 
     let mut evaluator = evaluator(args, net);
     let flop = 2.0 * config.multiply_adds(size.rows(), size.cols()) as f64;
     let engine = if evaluator.is_native() { "native kernels" } else { "burn" };
-    println!(
+    let mut out = super::stdout();
+    writeln!(
+        out,
         "net {} ({backend} backend, {engine}) on {size}: {:.1} MFLOP a position; one core",
         config.name(),
         flop / 1e6
-    );
+    )?;
     let (mut values, mut priors) = (Vec::new(), Vec::new());
     for &batch in &args.batches {
-        anyhow::ensure!(batch >= 1, "batch sizes start at 1");
+        let batch = batch as usize;
         let mut done = 0usize;
         // One warm-up call, then measure.
         let chunk: Vec<Position> = positions.iter().cycle().take(batch).copied().collect();
-        evaluator.evaluate(&chunk, &mut values, &mut priors);
+        evaluator.evaluate(&chunk, &mut values, &mut priors)?;
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs_f64(args.seconds) {
             values.clear();
             priors.clear();
-            evaluator.evaluate(&chunk, &mut values, &mut priors);
+            evaluator.evaluate(&chunk, &mut values, &mut priors)?;
             done += batch;
         }
         let rate = done as f64 / start.elapsed().as_secs_f64();
-        println!("batch {batch:>4}: {rate:>9.0} positions/s = {:>5.1} GFLOP/s", rate * flop / 1e9);
+        writeln!(out, "batch {batch:>4}: {rate:>9.0} positions/s = {:>5.1} GFLOP/s", rate * flop / 1e9)?;
     }
     // The ceiling: one tower convolution as a plain matrix product (im2col)
     // at batch 32, on the same backend and core.
     let (m, k, n) = (32 * size.rows() * size.cols(), 9 * args.channels, args.channels);
     let ceiling = 2.0 * backend.matmul_multiply_adds_per_second(m, k, n, args.seconds);
-    println!(
+    writeln!(
+        out,
         "matmul [{m} x {k}] x [{k} x {n}] (a tower convolution at batch 32): {:.1} GFLOP/s = {:.0} positions/s of this net",
         ceiling / 1e9,
         ceiling / flop
-    );
+    )?;
     Ok(())
 }
 
@@ -109,8 +114,8 @@ fn evaluator(args: &Args, net: &Net) -> NetEvaluator {
 /// PUCT simulations/s from `root`: one tree, batches of
 /// [`LEAVES_PER_EVALUATOR_THREAD`] leaves per evaluator thread.
 fn search(args: &Args, net: &Net, root: Position) -> anyhow::Result<()> {
+    let mut out = super::stdout();
     for &threads in &args.search_threads {
-        anyhow::ensure!((1..=64).contains(&threads), "--search-threads: 1 to 64");
         let evaluators = (0..threads).map(|_| evaluator(args, net)).collect();
         let mut evaluator = ParallelEvaluator::new(evaluators);
         let batch_size = LEAVES_PER_EVALUATOR_THREAD * threads;
@@ -118,9 +123,9 @@ fn search(args: &Args, net: &Net, root: Position) -> anyhow::Result<()> {
         let mut search = Search::new(search_config, 1);
         search.set_root(root);
         let start = Instant::now();
-        let simulations = search.run(&mut evaluator, u64::MAX, Some(start + Duration::from_secs_f64(args.seconds)));
+        let simulations = search.run(&mut evaluator, u64::MAX, Some(start + Duration::from_secs_f64(args.seconds)))?;
         let rate = simulations as f64 / start.elapsed().as_secs_f64();
-        println!("search, {threads} evaluator thread(s), batch {batch_size}: {rate:>7.0} simulations/s");
+        writeln!(out, "search, {threads} evaluator thread(s), batch {batch_size}: {rate:>7.0} simulations/s")?;
     }
     Ok(())
 }

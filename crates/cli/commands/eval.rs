@@ -1,13 +1,14 @@
 //! `konane eval --a SPEC --b SPEC --size 8x8 --games N`: a match in parallel
 //! with a progress bar, then the score, Elo and timing.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use konane_files::write_atomically;
 use konane_nn::Backend;
-use konane_nn::checkpoint::write_atomically;
 use konane_nn::player::player_factory;
 use konane_players::PlayerSpec;
 use konane_players::arena::{MatchConfig, MatchSummary, play_match};
@@ -24,12 +25,12 @@ pub struct Args {
     b: String,
     /// Board size, `COLSxROWS`.
     #[arg(long, default_value = "8x8")]
-    size: String,
+    size: Size,
     /// Games to play; pairs share an opening with colours swapped.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     games: u64,
-    /// Games played at once (default: every core).
-    #[arg(long)]
+    /// Games played at once (default: every core; at most four per core).
+    #[arg(long, value_parser = super::parse_threads)]
     threads: Option<usize>,
     /// Match seed: openings and players' seeds derive from it.
     #[arg(long, default_value_t = 1)]
@@ -49,14 +50,10 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let a: PlayerSpec = args.a.parse().context("--a")?;
     let b: PlayerSpec = args.b.parse().context("--b")?;
-    let size: Size = args.size.parse().context("--size")?;
+    let size = args.size;
     let backend = args.backend;
     let (a_factory, b_factory) = (player_factory(&a, backend, 1)?, player_factory(&b, backend, 1)?);
-    let threads = match args.threads {
-        Some(0) => anyhow::bail!("--threads must be at least 1"),
-        Some(n) => n,
-        None => super::cores(),
-    };
+    let threads = args.threads.unwrap_or_else(super::cores);
     let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
     tracing::info!(%a, %b, %size, games = config.games, threads, "match starts");
 
@@ -86,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     bar.finish_and_clear();
 
     let summary = MatchSummary::new(a.to_string(), b.to_string(), size, &results);
-    print_summary(&summary);
+    print_summary(&mut super::stdout(), &summary)?;
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&summary)?;
         write_atomically(path, json.as_bytes())?;
@@ -101,27 +98,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_summary(s: &MatchSummary) {
-    println!("{} vs {} on {}: {} games scored", s.a, s.b, s.size, s.games);
-    println!(
+fn print_summary(out: &mut impl Write, s: &MatchSummary) -> io::Result<()> {
+    writeln!(out, "{} vs {} on {}: {} games scored", s.a, s.b, s.size, s.games)?;
+    writeln!(
+        out,
         "A wins {} (as black {}, as white {}), B wins {}",
         s.a_wins, s.a_wins_as_black, s.a_wins_as_white, s.b_wins
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "A score {:.1}%  95% CI [{:.1}%, {:.1}%]",
         100.0 * s.score,
         100.0 * s.score_interval.low,
         100.0 * s.score_interval.high
-    );
-    println!("Elo A-B {:+.0}  95% CI [{:+.0}, {:+.0}]", s.elo, s.elo_interval.low, s.elo_interval.high);
-    println!(
+    )?;
+    writeln!(out, "Elo A-B {:+.0}  95% CI [{:+.0}, {:+.0}]", s.elo, s.elo_interval.low, s.elo_interval.high)?;
+    writeln!(
+        out,
         "mean game length {:.1} plies; time per move A {:.2} ms, B {:.2} ms",
         s.mean_game_length, s.ms_per_move[0], s.ms_per_move[1]
-    );
+    )?;
     if !s.faults.is_empty() {
-        println!("{} games not scored:", s.faults.len());
+        writeln!(out, "{} games not scored:", s.faults.len())?;
         for (index, fault) in &s.faults {
-            println!("  game {index}: player {} {}", fault.player, fault.reason);
+            writeln!(out, "  game {index}: player {} {}", fault.player, fault.reason)?;
         }
     }
+    Ok(())
 }

@@ -22,8 +22,9 @@ pub struct Args {
     /// Backend for network players: flex or ndarray.
     #[arg(long, default_value = "flex")]
     backend: Backend,
-    /// Cores a network player's search uses (one evaluator each); default: all.
-    #[arg(long)]
+    /// Cores a network player's search uses (one evaluator each); default:
+    /// all; at most four per core.
+    #[arg(long, value_parser = super::parse_threads)]
     threads: Option<usize>,
 }
 
@@ -35,5 +36,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let threads = args.threads.unwrap_or_else(super::cores);
     let player = player_factory(&spec, backend, threads)?.build(args.seed);
     let mut engine = KtpEngine::new(player);
-    engine.run(io::stdin().lock(), io::stdout().lock()).context("KTP session")
+    engine.run(io::stdin().lock(), super::stdout()).context("KTP session")
 }

@@ -12,6 +12,8 @@ pub mod solve;
 pub mod tournament;
 pub mod train;
 
+use std::io;
+
 use anyhow::Context;
 use konane_rules::{Position, Size};
 
@@ -29,7 +31,51 @@ pub fn parse_board(text: &str) -> anyhow::Result<Position> {
 
 /// The machine's cores (1 if unknown): the default for work split over threads.
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    konane_players::arena::cores()
+}
+
+/// `--threads N`: 1 up to [`konane_players::arena::max_threads`] (four per
+/// core), checked when the arguments are parsed.
+pub fn parse_threads(text: &str) -> Result<usize, String> {
+    let max = konane_players::arena::max_threads();
+    match text.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("'{text}': a whole number of threads from 1 to {max} (four per core on this machine)")),
+    }
+}
+
+/// A finite number of seconds in `(0, 3600]`, for `--seconds`.
+pub fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 3600.0 => Ok(s),
+        _ => Err(format!("'{text}': seconds, more than 0 and at most 3600")),
+    }
+}
+
+/// Standard output for a command's results. Writes return their errors (a
+/// full disk, a closed pipe) where `println!` would panic, saying that it
+/// was standard output; `main` ends a command whose reader went away quietly.
+pub fn stdout() -> Stdout {
+    Stdout(io::stdout().lock())
+}
+
+/// See [`stdout`].
+pub struct Stdout(io::StdoutLock<'static>);
+
+/// The same error, saying where it happened; its kind is kept (a closed
+/// pipe is still `BrokenPipe`).
+fn on_stdout(error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("writing to standard output: {error}"))
+}
+
+impl io::Write for Stdout {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.write(bytes).map_err(on_stdout)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(on_stdout)
+    }
 }
 
 /// `1234567` → `1.23M`: rates for people.

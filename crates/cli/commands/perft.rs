@@ -1,5 +1,6 @@
 //! `konane perft SIZE|POS DEPTH`: one line per depth, `depth leaves ...`.
 
+use std::io::Write;
 use std::time::Instant;
 
 use konane_rules::perft::{divide, perft};
@@ -24,21 +25,22 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let position = parse_board(&args.board)?;
     let size = position.size();
+    let mut out = super::stdout();
     if args.divide {
         let start = Instant::now();
         let rows = divide(&position, args.depth);
         let total: u64 = rows.iter().map(|(_, n)| n).sum();
         for (mv, leaves) in rows {
-            println!("{} {leaves}", mv.display(size));
+            writeln!(out, "{} {leaves}", mv.display(size))?;
         }
-        println!("total {total} moves {} time {:.3}s", position.count_moves(), start.elapsed().as_secs_f64());
+        writeln!(out, "total {total} moves {} time {:.3}s", position.count_moves(), start.elapsed().as_secs_f64())?;
         return Ok(());
     }
     for depth in 1..=args.depth {
         let start = Instant::now();
         let leaves = perft(&position, depth);
         let seconds = start.elapsed().as_secs_f64();
-        println!("{depth} {leaves} {seconds:.3}s {} leaves/s", human(leaves as f64 / seconds.max(1e-9)));
+        writeln!(out, "{depth} {leaves} {seconds:.3}s {} leaves/s", human(leaves as f64 / seconds.max(1e-9)))?;
     }
     Ok(())
 }

@@ -2,15 +2,18 @@
 //!
 //! The session reads one line at a time, so it works the same typed by a
 //! person or piped from a script: moves in notation, or commands (`help`
-//! lists them). Bad input gets a message and a new prompt; end of input
+//! lists them). Bad input (a wrong move, an unknown command, a line that is
+//! not UTF-8 or is too long) gets a message and a new prompt; end of input
 //! ends the session.
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 
+use anyhow::Context;
 use konane_mcts::{Evaluator, MctsPlayer};
 use konane_nn::player::{NetFactory, load_model};
 use konane_nn::{Backend, checkpoint};
+use konane_players::ktp::{MAX_LINE, read_line_bounded};
 use konane_players::spec::SearchTuning;
 use konane_players::{Limits, Player};
 use konane_rules::{Cell, Color, GameRecord, Move, Position, Size, Symmetry};
@@ -34,8 +37,8 @@ pub struct Args {
     /// The colour you play (black moves first).
     #[arg(long, default_value = "black", value_parser = parse_color)]
     color: Color,
-    /// Simulations per network move (0: the raw policy, no search).
-    #[arg(long, default_value_t = 400)]
+    /// Simulations per network move, 0 to 100000000 (0: the raw policy, no search).
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     sims: u64,
     /// Solve search positions of at most this many stones exactly (0: off):
     /// the network then plays solved endgames perfectly.
@@ -48,8 +51,9 @@ pub struct Args {
     /// Backend: flex or ndarray.
     #[arg(long, default_value = "flex")]
     backend: Backend,
-    /// Cores the network's search uses (one evaluator each); default: all.
-    #[arg(long)]
+    /// Cores the network's search uses (one evaluator each); default: all;
+    /// at most four per core.
+    #[arg(long, value_parser = super::parse_threads)]
     threads: Option<usize>,
     /// Seed of the network's symmetry draws (its play is deterministic for a seed).
     #[arg(long, default_value_t = 1)]
@@ -79,13 +83,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
     let tuning = SearchTuning { symmetries: Some(args.sym as usize), ..SearchTuning::default() };
-    let factory = NetFactory::tuned(net, backend, limits, args.solve, tuning, label.clone())
+    let factory = NetFactory::tuned(net, backend, limits, args.solve, tuning, label.clone())?
         .with_evaluator_threads(args.threads.unwrap_or_else(super::cores));
     let engine = factory.build_player(args.seed);
 
     let stdin = io::stdin();
     let echo = !stdin.is_terminal();
-    let mut out = io::stdout().lock();
+    let mut out = super::stdout();
     let trained = header.map(|h| format!(", trained on {} for {} iterations", h.sizes.join(" "), h.iteration));
     writeln!(out, "konane play: you are {} on {size} against {label}{}", args.color, trained.unwrap_or_default())?;
     let mut session = Session::new(engine, args.sims == 0, size, args.color, echo);
@@ -144,7 +148,7 @@ impl<E: Evaluator> Session<E> {
     fn run(&mut self, mut input: impl BufRead, out: &mut impl Write) -> anyhow::Result<()> {
         writeln!(out, "type `help` for the commands")?;
         self.draw(out)?;
-        let mut line = String::new();
+        let mut bytes = Vec::with_capacity(256);
         loop {
             if self.position.is_over() {
                 if !self.announced {
@@ -162,15 +166,19 @@ impl<E: Evaluator> Session<E> {
                 if self.position.is_over() { "game over".to_string() } else { format!("{} (you)", self.human) };
             write!(out, "{prompt}> ")?;
             out.flush()?;
-            line.clear();
-            if input.read_line(&mut line)? == 0 {
+            let Some(too_long) = read_line_bounded(&mut input, &mut bytes, MAX_LINE).context("reading input")? else {
                 writeln!(out)?;
                 return Ok(());
-            }
+            };
+            let line = String::from_utf8_lossy(&bytes);
             if self.echo {
                 writeln!(out, "{}", line.trim_end())?;
             }
-            if !self.command(line.trim(), out)? {
+            if too_long {
+                writeln!(out, "that line is longer than {MAX_LINE} bytes: not a move or a command")?;
+            } else if std::str::from_utf8(&bytes).is_err() {
+                writeln!(out, "that line is not valid UTF-8: type a move like d4 or d4-d6, or `help`")?;
+            } else if !self.command(line.trim(), out)? {
                 return Ok(());
             }
         }
@@ -193,7 +201,7 @@ impl<E: Evaluator> Session<E> {
                     writeln!(out, "legal ({}): {}", moves.len(), moves.join(" "))?;
                 }
             }
-            "hint" => match self.analyse() {
+            "hint" => match self.analyse()? {
                 None => writeln!(out, "no legal moves: the game is over")?,
                 Some(analysis) => {
                     let shown: Vec<String> = analysis
@@ -208,7 +216,7 @@ impl<E: Evaluator> Session<E> {
                     writeln!(out, "hint: {} ({what}{others})", shown[0])?;
                 }
             },
-            "eval" | "estimate" => match self.analyse() {
+            "eval" | "estimate" => match self.analyse()? {
                 None => writeln!(out, "the game is over")?,
                 Some(analysis) => {
                     let mut chance = (analysis.value + 1.0) / 2.0;
@@ -244,7 +252,7 @@ impl<E: Evaluator> Session<E> {
                 [file] => {
                     let record =
                         GameRecord { size: self.size, moves: self.moves.clone(), result: self.position.winner() };
-                    match checkpoint::write_atomically(Path::new(file), format!("{record}\n").as_bytes()) {
+                    match konane_files::write_atomically(Path::new(file), format!("{record}\n").as_bytes()) {
                         Ok(()) => writeln!(out, "saved to {file}: {record}")?,
                         Err(e) => writeln!(out, "could not save: {e}")?,
                     }
@@ -273,7 +281,7 @@ impl<E: Evaluator> Session<E> {
 
     /// The engine's move, with what it thinks of the game.
     fn engine_moves(&mut self, out: &mut impl Write) -> anyhow::Result<()> {
-        let analysis = self.analyse().expect("the engine moves only in unfinished games");
+        let analysis = self.analyse()?.expect("the engine moves only in unfinished games");
         let (mv, share) = analysis.moves[0];
         self.play(mv);
         let what = if self.raw_policy { "policy" } else { "visits" };
@@ -291,18 +299,22 @@ impl<E: Evaluator> Session<E> {
     /// The raw policy is one evaluation: its favourite move (the earliest on
     /// ties, as `MctsPlayer` plays it) and the priors shown come from the
     /// same call.
-    fn analyse(&mut self) -> Option<Analysis> {
+    ///
+    /// # Errors
+    /// The network failed (its outputs are not finite): the session cannot
+    /// go on.
+    fn analyse(&mut self) -> anyhow::Result<Option<Analysis>> {
         let position = self.position;
         if position.is_over() {
-            return None;
+            return Ok(None);
         }
         let (mut moves, value, simulations) = if self.raw_policy {
-            let (mut values, mut priors) = (Vec::new(), Vec::new());
-            self.engine.evaluator_mut().evaluate(&[position], &mut values, &mut priors);
-            let moves: Vec<(Move, f32)> = position.moves().iter().copied().zip(priors).collect();
-            (moves, values[0], 0)
+            let (value, priors) = self.engine.evaluate_raw(&position)?;
+            let moves: Vec<(Move, f32)> = position.moves().iter().copied().zip(priors.iter().copied()).collect();
+            (moves, value, 0)
         } else {
-            let choice = self.engine.choose(&position, &self.engine.limits())?;
+            let limits = self.engine.limits();
+            let Some(choice) = self.engine.choose(&position, &limits)? else { return Ok(None) };
             let children: Vec<_> = self.engine.search().root_children().collect();
             let total = children.iter().map(|c| c.visits).sum::<u32>().max(1) as f32;
             let mut moves: Vec<(Move, f32)> = children.iter().map(|c| (c.mv, c.visits as f32 / total)).collect();
@@ -314,7 +326,7 @@ impl<E: Evaluator> Session<E> {
         // By share after the leader; the stable sort keeps legal-move order on ties.
         let start = usize::from(!self.raw_policy);
         moves[start..].sort_by(|a, b| b.1.total_cmp(&a.1));
-        Some(Analysis { moves, value, simulations })
+        Ok(Some(Analysis { moves, value, simulations }))
     }
 
     /// Takes back the user's last move and any engine moves after it. Moves

@@ -1,5 +1,6 @@
 //! `konane plot RUN_DIR [--out FILE.png|.svg]`: training curves of a run.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use konane_trainer::plot::XAxis;
@@ -22,6 +23,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let axis = if args.hours { XAxis::Hours } else { XAxis::Iterations };
     let out = args.out.unwrap_or_else(|| args.run_dir.join("curves.png"));
     let iterations = konane_trainer::plot::plot_run(&args.run_dir, &out, axis)?;
-    println!("{}: {iterations} iterations", out.display());
+    writeln!(super::stdout(), "{}: {iterations} iterations", out.display())?;
     Ok(())
 }

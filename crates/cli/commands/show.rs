@@ -1,6 +1,8 @@
 //! `konane show SIZE|POS`: a drawing with coordinates, the position string
 //! and the legal moves.
 
+use std::io::Write;
+
 use super::parse_board;
 
 /// Arguments of `konane show`.
@@ -14,9 +16,10 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let position = parse_board(&args.board)?;
     let size = position.size();
-    print!("{}", position.pretty(&[]));
-    println!("position: {position}");
+    let mut out = super::stdout();
+    write!(out, "{}", position.pretty(&[]))?;
+    writeln!(out, "position: {position}")?;
     let moves: Vec<String> = position.moves().iter().map(|m| m.to_text(size)).collect();
-    println!("legal ({}): {}", moves.len(), moves.join(" "));
+    writeln!(out, "legal ({}): {}", moves.len(), moves.join(" "))?;
     Ok(())
 }

@@ -1,12 +1,16 @@
 //! `konane tournament --players a,b,c --size 6x6 --games 200`: every pair
 //! plays a match; Elo for all from one Bradley–Terry fit (first player = 0).
 
-use anyhow::Context;
+use std::io::Write;
+
 use konane_nn::Backend;
 use konane_nn::player::player_factories;
 use konane_players::PlayerSpec;
 use konane_players::arena::{MatchConfig, MatchSummary, bradley_terry_elo, play_match};
 use konane_rules::Size;
+
+/// Most players in one round robin (their pairings grow as the square).
+const MAX_PLAYERS: usize = 32;
 
 /// Arguments of `konane tournament`.
 #[derive(clap::Args)]
@@ -16,12 +20,12 @@ pub struct Args {
     players: Vec<PlayerSpec>,
     /// Board size.
     #[arg(long, default_value = "6x6")]
-    size: String,
+    size: Size,
     /// Games per pairing.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     games: u64,
-    /// Games played at once (default: every core).
-    #[arg(long)]
+    /// Games played at once (default: every core; at most four per core).
+    #[arg(long, value_parser = super::parse_threads)]
     threads: Option<usize>,
     /// Match seed.
     #[arg(long, default_value_t = 1)]
@@ -34,12 +38,15 @@ pub struct Args {
 /// Plays the round robin and prints a Markdown table.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let specs = &args.players;
-    anyhow::ensure!(specs.len() >= 2, "--players needs at least two players, separated by ';'");
-    let size: Size = args.size.parse().context("--size")?;
+    anyhow::ensure!(
+        (2..=MAX_PLAYERS).contains(&specs.len()),
+        "--players needs 2 to {MAX_PLAYERS} players, separated by ';' (found {})",
+        specs.len()
+    );
+    let size = args.size;
     let backend = args.backend;
     let factories = player_factories(specs, backend)?;
     let threads = args.threads.unwrap_or_else(super::cores);
-    anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     let n = specs.len();
     let mut wins = vec![vec![0.0; n]; n];
     let mut faults = 0;
@@ -55,33 +62,34 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let elo = bradley_terry_elo(&wins);
-    println!("| player | Elo | score |");
-    println!("| --- | --- | --- |");
+    let mut out = super::stdout();
+    writeln!(out, "| player | Elo | score |")?;
+    writeln!(out, "| --- | --- | --- |")?;
     for i in 0..n {
         let won: f64 = wins[i].iter().sum();
         let played: f64 = (0..n).map(|j| wins[i][j] + wins[j][i]).sum();
-        println!("| `{}` | {:+.0} | {:.1}% |", specs[i], elo[i], 100.0 * won / played.max(1.0));
+        writeln!(out, "| `{}` | {:+.0} | {:.1}% |", specs[i], elo[i], 100.0 * won / played.max(1.0))?;
     }
-    println!();
-    print!("| A \\ B |");
+    writeln!(out)?;
+    write!(out, "| A \\ B |")?;
     for spec in specs {
-        print!(" `{spec}` |");
+        write!(out, " `{spec}` |")?;
     }
-    println!();
-    println!("|{}", " --- |".repeat(n + 1));
+    writeln!(out)?;
+    writeln!(out, "|{}", " --- |".repeat(n + 1))?;
     for i in 0..n {
-        print!("| `{}` |", specs[i]);
+        write!(out, "| `{}` |", specs[i])?;
         for j in 0..n {
             if i == j {
-                print!(" – |");
+                write!(out, " – |")?;
             } else {
-                print!(" {:.0}/{:.0} |", wins[i][j], wins[i][j] + wins[j][i]);
+                write!(out, " {:.0}/{:.0} |", wins[i][j], wins[i][j] + wins[j][i])?;
             }
         }
-        println!();
+        writeln!(out)?;
     }
     if faults > 0 {
-        println!("\n{faults} games were not scored (player faults); see `konane eval` for details");
+        writeln!(out, "\n{faults} games were not scored (player faults); see `konane eval` for details")?;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `konane train [CONFIG] [--run-dir DIR] [--resume DIR] [--override KEYS]
 //! [--init-from NET] [--iterations N]`: self-play training (the loop lives in konane-trainer).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,8 +30,8 @@ pub struct Args {
     /// separated (`training.lr,evaluation.games`; a table name covers its keys).
     #[arg(long, value_delimiter = ',', requires = "resume")]
     r#override: Vec<String>,
-    /// Total iterations of the run (overrides the config's `iterations`).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Total iterations of the run, 1 to 1000000 (overrides the config's `iterations`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     iterations: Option<u64>,
     /// No progress bars.
     #[arg(long)]
@@ -47,10 +48,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let flag = stop.clone();
     ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::SeqCst) {
-            eprintln!("\nsecond Ctrl-C: exiting now (the last complete checkpoint stays usable)");
+            let _ =
+                writeln!(std::io::stderr(), "\nsecond Ctrl-C: exiting now (the last complete checkpoint stays usable)");
             std::process::exit(130);
         }
-        eprintln!("\nCtrl-C: stopping at the next safe point (Ctrl-C again to exit at once)");
+        let _ = writeln!(std::io::stderr(), "\nCtrl-C: stopping at the next safe point (Ctrl-C again to exit at once)");
     })
     .context("installing the Ctrl-C handler")?;
     let options = TrainOptions {
@@ -66,16 +68,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let outcome = konane_trainer::train(options)?;
     let run = outcome.run_dir.display();
-    println!("run: {run}");
-    println!("iterations completed: {}{}", outcome.iterations, if outcome.stopped { " (stopped early)" } else { "" });
-    println!("network: {}", outcome.net.display());
-    println!("wall time: {:.1} s", outcome.seconds);
+    let mut out = super::stdout();
+    writeln!(out, "run: {run}")?;
+    writeln!(
+        out,
+        "iterations completed: {}{}",
+        outcome.iterations,
+        if outcome.stopped { " (stopped early)" } else { "" }
+    )?;
+    let Some(net) = &outcome.net else {
+        writeln!(out, "no checkpoint yet; start the run again: konane train --resume {run}")?;
+        return Ok(());
+    };
+    writeln!(out, "network: {}", net.display())?;
+    writeln!(out, "wall time: {:.1} s", outcome.seconds)?;
     if let Some(m) = &outcome.last {
         for r in &m.evaluation {
-            println!("  vs {:<24} {:>3}/{:<3} won ({:.0}%)", r.opponent, r.wins, r.games, 100.0 * r.score);
+            writeln!(out, "  vs {:<24} {:>3}/{:<3} won ({:.0}%)", r.opponent, r.wins, r.games, 100.0 * r.score)?;
         }
         if let Some(elo) = m.elo {
-            println!("  Elo vs anchors: {elo:.0}");
+            writeln!(out, "  Elo vs anchors: {elo:.0}")?;
         }
     }
     let size = konane_trainer::config::TrainConfig::load(&outcome.run_dir.join("config.toml"))
@@ -83,11 +95,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .and_then(|c| c.sizes.first().cloned())
         .unwrap_or_else(|| "6x6".into());
     if outcome.stopped {
-        println!("continue:  konane train --resume {run}");
+        writeln!(out, "continue:  konane train --resume {run}")?;
     }
-    println!("evaluate:  konane eval --a net:{run},sims=200 --b greedy --size {size} --games 100");
-    println!("play:      konane play --model {run} --size {size}");
-    println!("engine:    konane ktp --player net:{run},sims=400");
-    println!("curves:    konane plot {run}");
+    writeln!(out, "evaluate:  konane eval --a net:{run},sims=200 --b greedy --size {size} --games 100")?;
+    writeln!(out, "play:      konane play --model {run} --size {size}")?;
+    writeln!(out, "engine:    konane ktp --player net:{run},sims=400")?;
+    writeln!(out, "curves:    konane plot {run}")?;
     Ok(())
 }

@@ -34,7 +34,7 @@ fn bench_puct(c: &mut Criterion) {
             let mut evaluator = UniformEvaluator::default();
             // A root proven early would make simulations nearly free.
             search.set_root(position);
-            search.run(&mut evaluator, SIMS, None);
+            search.run(&mut evaluator, SIMS, None).unwrap();
             assert_eq!(search.root_proof(), None, "{position} is solved too quickly to time");
             group.bench_with_input(
                 BenchmarkId::new(format!("8x8-ply{plies}"), format!("batch{batch_size}")),
@@ -42,7 +42,7 @@ fn bench_puct(c: &mut Criterion) {
                 |b, &position| {
                     b.iter(|| {
                         search.set_root(position);
-                        search.run(&mut evaluator, SIMS, None);
+                        search.run(&mut evaluator, SIMS, None).unwrap();
                         black_box(search.best_move())
                     })
                 },

@@ -5,6 +5,7 @@ use konane_rules::{Move, MoveList, Position, Size, Symmetry};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use thiserror::Error;
 
 /// Evaluates positions in batches.
 ///
@@ -15,7 +16,90 @@ use rand_chacha::ChaCha8Rng;
 /// and reuses both vectors, so steady-state evaluation does not allocate.
 pub trait Evaluator: Send {
     /// Evaluates a batch; see the trait documentation for the output layout.
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>);
+    ///
+    /// # Errors
+    /// The evaluator cannot give usable outputs: a network whose outputs are
+    /// not finite (damaged weights, a diverged training run), or one that
+    /// stopped working. The search treats this as fatal, never as a score.
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), EvalError>;
+}
+
+/// An evaluator that gave no usable values and priors.
+#[derive(Clone, Debug, Error, PartialEq)]
+pub enum EvalError {
+    /// A value or prior is NaN or infinite.
+    #[error(
+        "{evaluator}: the {what} of position {position} is {value}, not a finite number \
+         (the network's weights are damaged, or the training that made them diverged)"
+    )]
+    NonFinite {
+        /// The evaluator (for a network: its file).
+        evaluator: String,
+        /// `value` or `prior`.
+        what: &'static str,
+        /// The offending number.
+        value: f32,
+        /// The position, in notation.
+        position: String,
+    },
+    /// The outputs do not have the layout of the trait documentation.
+    #[error("{evaluator}: returned {got} {what} for a batch that needs {expected}")]
+    Layout {
+        /// The evaluator.
+        evaluator: String,
+        /// `values` or `priors`.
+        what: &'static str,
+        /// How many the batch needs.
+        expected: usize,
+        /// How many came back.
+        got: usize,
+    },
+    /// The evaluator stopped working (a worker thread ended).
+    #[error("{evaluator}: {reason}")]
+    Failed {
+        /// The evaluator.
+        evaluator: String,
+        /// What happened.
+        reason: String,
+    },
+}
+
+impl EvalError {
+    /// The same error, naming `evaluator` (a network file) instead of the
+    /// name it had.
+    pub fn named(self, name: &str) -> EvalError {
+        match self {
+            EvalError::NonFinite { what, value, position, .. } => {
+                EvalError::NonFinite { evaluator: name.into(), what, value, position }
+            }
+            EvalError::Layout { what, expected, got, .. } => {
+                EvalError::Layout { evaluator: name.into(), what, expected, got }
+            }
+            EvalError::Failed { reason, .. } => EvalError::Failed { evaluator: name.into(), reason },
+        }
+    }
+}
+
+/// Checks one position's outputs: a finite value and finite, non-negative
+/// priors (the search renormalises them; all zero means uniform).
+///
+/// # Errors
+/// [`EvalError::NonFinite`] naming `evaluator` and the position.
+pub fn check_outputs(evaluator: &str, position: &Position, value: f32, priors: &[f32]) -> Result<(), EvalError> {
+    let bad =
+        |what, value| EvalError::NonFinite { evaluator: evaluator.into(), what, value, position: position.to_string() };
+    if !value.is_finite() {
+        return Err(bad("value", value));
+    }
+    match priors.iter().find(|p| !p.is_finite()) {
+        Some(&p) => Err(bad("prior", p)),
+        None => Ok(()),
+    }
 }
 
 /// Value 0 and equal priors: search guided by nothing but the rules (tests).
@@ -25,13 +109,19 @@ pub struct UniformEvaluator {
 }
 
 impl Evaluator for UniformEvaluator {
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), EvalError> {
         for position in positions {
             position.legal_moves(&mut self.moves);
             values.push(0.0);
             let p = 1.0 / self.moves.len().max(1) as f32;
             priors.extend(std::iter::repeat_n(p, self.moves.len()));
         }
+        Ok(())
     }
 }
 
@@ -50,7 +140,12 @@ impl RolloutEvaluator {
 }
 
 impl Evaluator for RolloutEvaluator {
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), EvalError> {
         for position in positions {
             position.legal_moves(&mut self.moves);
             let p = 1.0 / self.moves.len().max(1) as f32;
@@ -68,6 +163,7 @@ impl Evaluator for RolloutEvaluator {
             }
             values.push(if plies % 2 == 1 { 1.0 } else { -1.0 });
         }
+        Ok(())
     }
 }
 
@@ -150,7 +246,12 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
 }
 
 impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), EvalError> {
         self.symmetries.clear();
         self.transformed.clear();
         for position in positions {
@@ -172,7 +273,11 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
         }
         self.inner_values.clear();
         self.inner_priors.clear();
-        self.inner.evaluate(&self.transformed, &mut self.inner_values, &mut self.inner_priors);
+        self.inner.evaluate(&self.transformed, &mut self.inner_values, &mut self.inner_priors)?;
+        let short = |what, expected, got| EvalError::Layout { evaluator: "the evaluator".into(), what, expected, got };
+        if self.inner_values.len() != self.transformed.len() {
+            return Err(short("values", self.transformed.len(), self.inner_values.len()));
+        }
         let (mut first, mut offset) = (0, 0);
         for position in positions {
             let size = position.size();
@@ -187,7 +292,10 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
                 self.index.clear();
                 self.index.extend(self.image_moves.iter().enumerate().map(|(k, &mv)| (mv, k as u32)));
                 self.index.sort_unstable_by_key(|&(mv, _)| mv);
-                let inner = &self.inner_priors[offset..offset + self.image_moves.len()];
+                let inner = self
+                    .inner_priors
+                    .get(offset..offset + self.image_moves.len())
+                    .ok_or_else(|| short("priors", offset + self.image_moves.len(), self.inner_priors.len()))?;
                 offset += self.image_moves.len();
                 for (prior, &mv) in priors[start..].iter_mut().zip(&self.moves) {
                     let image = sym.apply_move(size, mv);
@@ -201,5 +309,6 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
             first += count;
         }
         debug_assert_eq!(offset, self.inner_priors.len());
+        Ok(())
     }
 }

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 
 use konane_rules::Position;
 
-use crate::evaluator::Evaluator;
+use crate::evaluator::{EvalError, Evaluator};
 
 /// Positions below which a batch is not worth splitting further.
 const MIN_SLICE: usize = 4;
@@ -23,11 +23,17 @@ const MIN_SLICE: usize = 4;
 /// A slice of a batch and its results; the buffers travel back and forth
 /// between the caller and a worker, so steady-state evaluation does not
 /// allocate.
-#[derive(Default)]
 struct Job {
     positions: Vec<Position>,
     values: Vec<f32>,
     priors: Vec<f32>,
+    outcome: Result<(), EvalError>,
+}
+
+impl Default for Job {
+    fn default() -> Job {
+        Job { positions: Vec::new(), values: Vec::new(), priors: Vec::new(), outcome: Ok(()) }
+    }
 }
 
 struct Worker {
@@ -70,7 +76,7 @@ impl<E: Evaluator + 'static> ParallelEvaluator<E> {
                             while let Ok(mut job) = job_rx.recv() {
                                 job.values.clear();
                                 job.priors.clear();
-                                evaluator.evaluate(&job.positions, &mut job.values, &mut job.priors);
+                                job.outcome = evaluator.evaluate(&job.positions, &mut job.values, &mut job.priors);
                                 if result_tx.send(job).is_err() {
                                     break;
                                 }
@@ -91,26 +97,46 @@ impl<E: Evaluator + 'static> ParallelEvaluator<E> {
 }
 
 impl<E: Evaluator + 'static> Evaluator for ParallelEvaluator<E> {
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), EvalError> {
         if let Some(inline) = &mut self.inline {
             return inline.evaluate(positions, values, priors);
         }
+        let ended = |i: usize| EvalError::Failed {
+            evaluator: format!("evaluator thread {i}"),
+            reason: "the thread ended (it panicked)".into(),
+        };
         let slices = self.workers.len().min(positions.len().div_ceil(MIN_SLICE)).max(1);
         let per = positions.len().div_ceil(slices);
         let mut sent = 0;
-        for (worker, chunk) in self.workers.iter_mut().zip(positions.chunks(per.max(1))) {
+        for (i, (worker, chunk)) in self.workers.iter_mut().zip(positions.chunks(per.max(1))).enumerate() {
             let mut job = worker.spare.take().unwrap_or_default();
             job.positions.clear();
             job.positions.extend_from_slice(chunk);
-            worker.jobs.as_ref().expect("workers run until drop").send(job).expect("evaluator thread alive");
+            let jobs = worker.jobs.as_ref().expect("workers run until drop");
+            if jobs.send(job).is_err() {
+                return Err(ended(i));
+            }
             sent += 1;
         }
-        for worker in self.workers.iter_mut().take(sent) {
-            let job = worker.results.recv().expect("evaluator thread panicked");
+        // Every job sent is received back, even after a failure, so that
+        // the next batch finds the workers idle.
+        let mut outcome = Ok(());
+        for (i, worker) in self.workers.iter_mut().take(sent).enumerate() {
+            let Ok(mut job) = worker.results.recv() else {
+                outcome = outcome.and(Err(ended(i)));
+                continue;
+            };
+            outcome = outcome.and(std::mem::replace(&mut job.outcome, Ok(())));
             values.extend_from_slice(&job.values);
             priors.extend_from_slice(&job.priors);
             worker.spare = Some(job);
         }
+        outcome
     }
 }
 
@@ -138,12 +164,18 @@ mod tests {
     struct HashEvaluator;
 
     impl Evaluator for HashEvaluator {
-        fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+        fn evaluate(
+            &mut self,
+            positions: &[Position],
+            values: &mut Vec<f32>,
+            priors: &mut Vec<f32>,
+        ) -> Result<(), EvalError> {
             for position in positions {
                 values.push((position.hash() % 1000) as f32 / 1000.0);
                 let n = position.count_moves() as usize;
                 priors.extend((0..n).map(|i| (position.hash() % 97) as f32 + i as f32));
             }
+            Ok(())
         }
     }
 
@@ -159,8 +191,8 @@ mod tests {
         for n in [1, 2, 5, 12, 13, 40] {
             let batch = positions(n);
             let (mut v1, mut p1, mut v2, mut p2) = (Vec::new(), Vec::new(), vec![9.0], vec![9.0]);
-            single.evaluate(&batch, &mut v1, &mut p1);
-            parallel.evaluate(&batch, &mut v2, &mut p2);
+            single.evaluate(&batch, &mut v1, &mut p1).unwrap();
+            parallel.evaluate(&batch, &mut v2, &mut p2).unwrap();
             assert_eq!(v2[1..], v1[..], "values of a batch of {n}");
             assert_eq!(p2[1..], p1[..], "priors of a batch of {n}");
         }
@@ -174,7 +206,7 @@ mod tests {
         let mut parallel = ParallelEvaluator::new(vec![RolloutEvaluator::new(1), RolloutEvaluator::new(2)]);
         let mut search = crate::Search::new(crate::SearchConfig::default(), 1);
         search.set_root(Position::start(Size::new_const(6, 6)));
-        let run = search.run(&mut parallel, 400, None);
+        let run = search.run(&mut parallel, 400, None).unwrap();
         assert!(run >= 400);
         let visits: u32 = search.root_visits().map(|(_, v)| v).sum();
         assert!(visits >= 399, "the root's children share the simulations: {visits}");

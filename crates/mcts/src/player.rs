@@ -16,10 +16,10 @@
 
 use std::time::Instant;
 
-use konane_players::{Choice, Limits, Player};
+use konane_players::{Choice, Limits, Player, PlayerError};
 use konane_rules::Position;
 
-use crate::evaluator::Evaluator;
+use crate::evaluator::{EvalError, Evaluator, check_outputs};
 use crate::search::{Search, SearchConfig};
 
 /// Simulations per move when neither `nodes` nor `movetime` is set.
@@ -65,24 +65,44 @@ impl<E: Evaluator> MctsPlayer<E> {
         &mut self.evaluator
     }
 
-    /// Plays the highest prior without search.
-    fn choose_raw(&mut self, position: &Position) -> Option<Choice> {
-        let moves = position.moves();
-        if moves.is_empty() {
-            return None;
-        }
+    /// The evaluator's value and priors for `position` (not over), checked
+    /// for layout and finiteness: the raw policy's view of it.
+    ///
+    /// # Errors
+    /// The evaluator failed or gave unusable outputs.
+    pub fn evaluate_raw(&mut self, position: &Position) -> Result<(f32, &[f32]), EvalError> {
         self.positions.clear();
         self.positions.push(*position);
         self.values.clear();
         self.priors.clear();
-        self.evaluator.evaluate(&self.positions, &mut self.values, &mut self.priors);
+        self.evaluator.evaluate(&self.positions, &mut self.values, &mut self.priors)?;
+        let moves = position.count_moves() as usize;
+        let layout = |what, expected, got| EvalError::Layout { evaluator: "the evaluator".into(), what, expected, got };
+        if self.values.len() != 1 {
+            return Err(layout("values", 1, self.values.len()));
+        }
+        if self.priors.len() != moves {
+            return Err(layout("priors", moves, self.priors.len()));
+        }
+        check_outputs("the evaluator", position, self.values[0], &self.priors)?;
+        Ok((self.values[0], &self.priors))
+    }
+
+    /// Plays the highest prior without search.
+    fn choose_raw(&mut self, position: &Position) -> Result<Option<Choice>, PlayerError> {
+        let moves = position.moves();
+        if moves.is_empty() {
+            return Ok(None);
+        }
+        let name = self.name();
+        let (value, priors) = self.evaluate_raw(position).map_err(|e| PlayerError::new(name, e))?;
         let mut best = 0;
-        for (i, &p) in self.priors.iter().enumerate().take(moves.len()) {
-            if p > self.priors[best] {
+        for (i, &p) in priors.iter().enumerate() {
+            if p > priors[best] {
                 best = i;
             }
         }
-        Some(Choice { mv: moves[best], nodes: 0, depth: 0, value: self.values.first().copied() })
+        Ok(Some(Choice { mv: moves[best], nodes: 0, depth: 0, value: Some(value) }))
     }
 }
 
@@ -96,20 +116,27 @@ impl<E: Evaluator> Player for MctsPlayer<E> {
         self.limits
     }
 
-    fn choose(&mut self, position: &Position, limits: &Limits) -> Option<Choice> {
+    fn choose(&mut self, position: &Position, limits: &Limits) -> Result<Option<Choice>, PlayerError> {
         if self.raw_policy {
             return self.choose_raw(position);
         }
         let start = Instant::now();
         if position.is_over() {
-            return None;
+            return Ok(None);
         }
         self.search.set_root_reusing(*position);
         let simulations =
             limits.nodes.unwrap_or(if limits.movetime.is_some() { u64::MAX } else { DEFAULT_SIMULATIONS });
-        let run = self.search.run(&mut self.evaluator, simulations, limits.deadline(start));
-        let mv = self.search.best_move()?;
-        Some(Choice { mv, nodes: run, depth: 0, value: Some(self.search.root_value()) })
+        let run = match self.search.run(&mut self.evaluator, simulations, limits.deadline(start)) {
+            Ok(run) => run,
+            Err(e) => {
+                // The tree may hold the failed evaluator's earlier outputs.
+                self.search.clear();
+                return Err(PlayerError::new(self.name(), e));
+            }
+        };
+        let Some(mv) = self.search.best_move() else { return Ok(None) };
+        Ok(Some(Choice { mv, nodes: run, depth: 0, value: Some(self.search.root_value()) }))
     }
 
     fn new_game(&mut self) {

@@ -41,6 +41,7 @@
 //! * **Memory.** The arena stops growing at `max_nodes`; past it a leaf is
 //!   evaluated and backed up but not expanded (the root always is).
 
+use std::ops::RangeInclusive;
 use std::time::Instant;
 
 use konane_rules::{Move, MoveList, Position, Solver};
@@ -48,7 +49,7 @@ use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
 
-use crate::evaluator::Evaluator;
+use crate::evaluator::{EvalError, Evaluator, check_outputs};
 use crate::tree::{Node, Proof, ROOT, State, Tree};
 
 /// Settings of a search.
@@ -82,6 +83,71 @@ pub struct SearchConfig {
     /// Solver nodes allowed per leaf; leaves it cannot solve within them go
     /// to the evaluator.
     pub solve_nodes: u64,
+}
+
+/// A [`SearchConfig`] field outside its range.
+#[derive(Clone, Debug, thiserror::Error, PartialEq)]
+#[error("{field} = {value}: must be in {range}")]
+pub struct SettingError {
+    /// The field, as named in [`SearchConfig`].
+    pub field: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The allowed range.
+    pub range: String,
+}
+
+impl SearchConfig {
+    /// Allowed `c_puct`: beyond 100 the priors alone pick every move.
+    pub const C_PUCT: RangeInclusive<f32> = 0.0..=100.0;
+    /// Allowed `fpu_reduction`: values live in [-1, 1], so a reduction
+    /// beyond 10 says nothing more than 10 does.
+    pub const FPU_REDUCTION: RangeInclusive<f32> = 0.0..=10.0;
+    /// Allowed `dirichlet_alpha` (must be positive when the noise is on).
+    pub const DIRICHLET_ALPHA: RangeInclusive<f32> = 1e-3..=100.0;
+    /// Allowed `dirichlet_epsilon`.
+    pub const DIRICHLET_EPSILON: RangeInclusive<f32> = 0.0..=1.0;
+    /// Allowed `virtual_loss`.
+    pub const VIRTUAL_LOSS: RangeInclusive<u32> = 0..=1000;
+    /// Allowed `batch_size`: leaves per evaluator call.
+    pub const BATCH_SIZE: RangeInclusive<usize> = 1..=4096;
+    /// Allowed `max_nodes`: 2^26 nodes of 40 bytes are 2.5 GiB for one tree.
+    pub const MAX_NODES: RangeInclusive<usize> = 1..=1 << 26;
+    /// Allowed `solve_max_stones` (a 20x20 board holds 400 stones).
+    pub const SOLVE_MAX_STONES: RangeInclusive<u32> = 0..=400;
+    /// Allowed `solve_nodes`.
+    pub const SOLVE_NODES: RangeInclusive<u64> = 1..=1_000_000_000;
+
+    /// Checks every field against its range (the constants above).
+    ///
+    /// # Errors
+    /// The first field out of range.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        fn check<T: PartialOrd + std::fmt::Debug>(
+            field: &'static str,
+            value: T,
+            range: RangeInclusive<T>,
+        ) -> Result<(), SettingError> {
+            if range.contains(&value) {
+                Ok(())
+            } else {
+                Err(SettingError {
+                    field,
+                    value: format!("{value:?}"),
+                    range: format!("{:?}..={:?}", range.start(), range.end()),
+                })
+            }
+        }
+        check("c_puct", self.c_puct, Self::C_PUCT)?;
+        check("fpu_reduction", self.fpu_reduction, Self::FPU_REDUCTION)?;
+        check("dirichlet_alpha", self.dirichlet_alpha, Self::DIRICHLET_ALPHA)?;
+        check("dirichlet_epsilon", self.dirichlet_epsilon, Self::DIRICHLET_EPSILON)?;
+        check("virtual_loss", self.virtual_loss, Self::VIRTUAL_LOSS)?;
+        check("batch_size", self.batch_size, Self::BATCH_SIZE)?;
+        check("max_nodes", self.max_nodes, Self::MAX_NODES)?;
+        check("solve_max_stones", self.solve_max_stones, Self::SOLVE_MAX_STONES)?;
+        check("solve_nodes", self.solve_nodes, Self::SOLVE_NODES)
+    }
 }
 
 impl Default for SearchConfig {
@@ -159,16 +225,14 @@ impl Search {
     /// Call [`Search::set_root`] before searching.
     ///
     /// # Panics
-    /// On a meaningless config: negative `c_puct`, `dirichlet_epsilon`
-    /// outside [0, 1], non-positive `dirichlet_alpha` with noise on, or a
-    /// zero `batch_size`.
+    /// On a config outside its ranges ([`SearchConfig::validate`]): the
+    /// callers that take settings from users validate them first.
     pub fn new(config: SearchConfig, seed: u64) -> Search {
-        assert!(config.c_puct >= 0.0, "c_puct must be >= 0");
-        assert!((0.0..=1.0).contains(&config.dirichlet_epsilon), "dirichlet_epsilon must be in [0, 1]");
-        assert!(config.batch_size > 0, "batch_size must be at least 1");
-        let gamma = (config.dirichlet_epsilon > 0.0).then(|| {
-            Gamma::new(config.dirichlet_alpha as f64, 1.0).expect("dirichlet_alpha must be > 0 when the noise is on")
-        });
+        if let Err(e) = config.validate() {
+            panic!("Search::new: {e}");
+        }
+        let gamma = (config.dirichlet_epsilon > 0.0)
+            .then(|| Gamma::new(config.dirichlet_alpha as f64, 1.0).expect("dirichlet_alpha is in range"));
         Search {
             config,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -270,27 +334,58 @@ impl Search {
     /// each in legal-move order: the [`Evaluator`] layout. Priors that do not
     /// sum to 1 are renormalised (uniform if they sum to 0).
     ///
-    /// # Panics
-    /// If the lengths do not match the gathered leaves.
-    pub fn apply(&mut self, values: &[f32], priors: &[f32]) {
-        assert_eq!(values.len(), self.pending.len(), "one value per gathered position");
+    /// # Errors
+    /// Outputs of the wrong layout, or a value or prior that is not finite:
+    /// nothing is applied, the gathered leaves are given up (the tree is as
+    /// before the gather) and the search can go on with another evaluator.
+    pub fn apply(&mut self, values: &[f32], priors: &[f32]) -> Result<(), EvalError> {
+        if let Err(e) = self.check_evaluations(values, priors) {
+            self.abandon_gather();
+            return Err(e);
+        }
         let mut pending = std::mem::take(&mut self.pending);
         let mut offset = 0;
         for (leaf, &value) in pending.iter().zip(values) {
             leaf.position.legal_moves(&mut self.moves);
             let end = offset + self.moves.len();
-            let leaf_priors = priors.get(offset..end).expect("one prior per legal move of each gathered position");
+            self.expand(leaf.node, &priors[offset..end]);
             offset = end;
-            self.expand(leaf.node, leaf_priors);
-            debug_assert!(value.is_finite(), "evaluator value {value}");
             // The evaluator scores the side to move at the leaf; the tree
             // stores values for the player who moved into it.
             self.tree.backup(leaf.node, -(value.clamp(-1.0, 1.0) as f64));
             self.simulations += 1;
         }
-        assert_eq!(offset, priors.len(), "one prior per legal move of each gathered position");
         pending.clear();
         self.pending = pending;
+        Ok(())
+    }
+
+    /// The checks of [`Search::apply`], before anything changes.
+    fn check_evaluations(&mut self, values: &[f32], priors: &[f32]) -> Result<(), EvalError> {
+        let layout = |what, expected, got| EvalError::Layout { evaluator: "the evaluator".into(), what, expected, got };
+        if values.len() != self.pending.len() {
+            return Err(layout("values", self.pending.len(), values.len()));
+        }
+        let mut offset = 0;
+        for (leaf, &value) in self.pending.iter().zip(values) {
+            let end = offset + leaf.position.count_moves() as usize;
+            let leaf_priors = priors.get(offset..end).ok_or(layout("priors", end, priors.len()))?;
+            check_outputs("the evaluator", &leaf.position, value, leaf_priors)?;
+            offset = end;
+        }
+        if offset != priors.len() {
+            return Err(layout("priors", offset, priors.len()));
+        }
+        Ok(())
+    }
+
+    /// Gives up the leaves of the last gather: their virtual loss is taken
+    /// back and they become unexpanded leaves again.
+    fn abandon_gather(&mut self) {
+        for leaf in std::mem::take(&mut self.pending) {
+            self.tree.nodes[leaf.node as usize].state = State::Unexpanded;
+            self.tree.revert(leaf.node);
+        }
     }
 
     /// Runs up to `simulations` more simulations, in batches of
@@ -298,12 +393,22 @@ impl Search {
     /// (checked between batches; the first batch always runs, so the root
     /// is expanded) or at a root with no legal move. Returns the simulations
     /// run.
-    pub fn run(&mut self, evaluator: &mut dyn Evaluator, simulations: u64, deadline: Option<Instant>) -> u64 {
+    ///
+    /// # Errors
+    /// The evaluator failed or gave unusable outputs (see
+    /// [`Search::apply`]); the simulations before the failure stay.
+    pub fn run(
+        &mut self,
+        evaluator: &mut dyn Evaluator,
+        simulations: u64,
+        deadline: Option<Instant>,
+    ) -> Result<u64, EvalError> {
         let start = self.simulations;
         let target = start.saturating_add(simulations);
         let mut positions = std::mem::take(&mut self.positions);
         let mut values = std::mem::take(&mut self.values);
         let mut priors = std::mem::take(&mut self.priors);
+        let mut outcome = Ok(());
         while self.simulations < target {
             let before = self.simulations;
             let want = (target - self.simulations).min(self.config.batch_size as u64) as usize;
@@ -311,8 +416,12 @@ impl Search {
             if self.gather(want, &mut positions) > 0 {
                 values.clear();
                 priors.clear();
-                evaluator.evaluate(&positions, &mut values, &mut priors);
-                self.apply(&values, &priors);
+                let evaluated = evaluator.evaluate(&positions, &mut values, &mut priors);
+                if let Err(e) = evaluated.and_then(|()| self.apply(&values, &priors)) {
+                    self.abandon_gather();
+                    outcome = Err(e);
+                    break;
+                }
             }
             if self.simulations == before || deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
@@ -321,7 +430,7 @@ impl Search {
         self.positions = positions;
         self.values = values;
         self.priors = priors;
-        self.simulations - start
+        outcome.map(|()| self.simulations - start)
     }
 
     /// The root moves with their visit counts, in legal-move order (the
@@ -591,7 +700,10 @@ impl Search {
 
     /// The PUCT choice among the children of the expanded `node`; a child
     /// proven won for the mover is taken at once, children proven lost for
-    /// the mover are skipped unless all are.
+    /// the mover are skipped unless all are. Always a child: a score that
+    /// is not a number never wins a comparison, and if no score does, the
+    /// first child open (else the first) is taken, so a descent always goes
+    /// one ply deeper and ends.
     fn select(&self, node: u32) -> u32 {
         let parent = &self.tree.nodes[node as usize];
         let range = parent.children();
@@ -624,8 +736,11 @@ impl Search {
                 *slot = (i, score);
             }
         }
-        let pick = if best.0 != usize::MAX { best.0 } else { best_lost.0 };
-        debug_assert!(pick != usize::MAX, "select on a node with children");
+        let pick = match (best.0, best_lost.0) {
+            (open, _) if open != usize::MAX => open,
+            (_, lost) if lost != usize::MAX => lost,
+            _ => children.iter().position(|c| c.proof != Proof::MoverLoses).unwrap_or(0),
+        };
         (first + pick) as u32
     }
 
@@ -637,7 +752,8 @@ impl Search {
             self.tree.nodes[node as usize].state = State::Unexpanded;
             return;
         }
-        let sum: f32 = priors.iter().sum();
+        // Finite by `check_evaluations`; negative priors count as 0.
+        let sum: f32 = priors.iter().map(|&p| p.max(0.0)).sum();
         let uniform = 1.0 / n.max(1) as f32;
         let ok = sum.is_finite() && sum > 0.0;
         self.tree.expand(node, &self.moves, priors.iter().map(|&p| if ok { p.max(0.0) / sum } else { uniform }));
@@ -693,7 +809,7 @@ mod tests {
             let config = SearchConfig { batch_size, ..SearchConfig::default() };
             let mut search = Search::new(config, 1);
             search.set_root(midgame("6x6", 6));
-            search.run(&mut UniformEvaluator::default(), 300, None);
+            search.run(&mut UniformEvaluator::default(), 300, None).unwrap();
             assert!(search.tree.nodes.iter().all(|n| n.in_flight == 0));
             assert!(search.tree.nodes.iter().all(|n| n.state != State::Pending));
             // The root's own evaluation is the first simulation.
@@ -707,7 +823,7 @@ mod tests {
         let config = SearchConfig { dirichlet_epsilon: 0.25, ..SearchConfig::default() };
         let mut search = Search::new(config, 3);
         search.set_root(midgame("8x8", 8));
-        search.run(&mut UniformEvaluator::default(), 1, None);
+        search.run(&mut UniformEvaluator::default(), 1, None).unwrap();
         let priors: Vec<f32> = search.root_children().map(|c| c.prior).collect();
         let sum: f32 = priors.iter().sum();
         assert!((sum - 1.0).abs() < 1e-4, "{sum}");
@@ -719,7 +835,7 @@ mod tests {
         let config = SearchConfig { max_nodes: 60, ..SearchConfig::default() };
         let mut search = Search::new(config, 1);
         search.set_root(midgame("8x8", 10));
-        search.run(&mut UniformEvaluator::default(), 400, None);
+        search.run(&mut UniformEvaluator::default(), 400, None).unwrap();
         let root_children = search.tree.root().num_children as usize;
         assert!(search.tree_size() <= 60.max(1 + root_children));
         assert_eq!(search.simulations(), 400);
@@ -731,7 +847,7 @@ mod tests {
     fn reroot_keeps_children_contiguous_and_parents_right() {
         let mut search = Search::new(SearchConfig::default(), 1);
         search.set_root(midgame("6x6", 4));
-        search.run(&mut UniformEvaluator::default(), 500, None);
+        search.run(&mut UniformEvaluator::default(), 500, None).unwrap();
         let mv = search.best_move().unwrap();
         search.advance(mv);
         let nodes = &search.tree.nodes;

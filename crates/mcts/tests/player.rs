@@ -28,7 +28,7 @@ fn play(size: Size, black: &mut dyn Player, white: &mut dyn Player) -> (Color, V
             Color::White => &mut *white,
         };
         let limits = player.limits();
-        match player.choose(&position, &limits) {
+        match player.choose(&position, &limits).unwrap() {
             None => {
                 assert!(position.is_over());
                 return (position.side_to_move().opposite(), record);
@@ -74,7 +74,7 @@ fn same_seed_same_game() {
 fn choices_report_the_search() {
     let position = Position::start("6x6".parse().unwrap());
     let mut player = rollout_player(300, 1);
-    let choice = player.choose(&position, &sims(300)).unwrap();
+    let choice = player.choose(&position, &sims(300)).unwrap().unwrap();
     assert_eq!(choice.nodes, 300);
     let value = choice.value.unwrap();
     assert!((-1.0..=1.0).contains(&value));
@@ -86,12 +86,12 @@ fn choices_report_the_search() {
 fn the_tree_is_reused_after_the_reply() {
     let start = Position::start("6x6".parse().unwrap());
     let mut player = rollout_player(400, 2);
-    let first = player.choose(&start, &sims(400)).unwrap();
+    let first = player.choose(&start, &sims(400)).unwrap().unwrap();
     // A twin search (same evaluator seed, config and budget) builds the same
     // tree, and shows the reply visited most with its visits.
     let mut twin = Search::new(SearchConfig::default(), 2);
     twin.set_root(start);
-    twin.run(&mut RolloutEvaluator::new(2), 400, None);
+    twin.run(&mut RolloutEvaluator::new(2), 400, None).unwrap();
     assert_eq!(twin.best_move(), Some(first.mv));
     twin.advance(first.mv);
     let reply = twin.root_children().max_by_key(|c| c.visits).unwrap();
@@ -99,7 +99,7 @@ fn the_tree_is_reused_after_the_reply() {
     let mut position = start;
     position.play(first.mv).unwrap();
     position.play(reply.mv).unwrap();
-    let second = player.choose(&position, &sims(100)).unwrap();
+    let second = player.choose(&position, &sims(100)).unwrap().unwrap();
     assert_eq!(second.nodes, 100);
     let total: u32 = player.search().root_visits().map(|(_, v)| v).sum();
     assert_eq!(total + 1, reply.visits + 100, "the reply's subtree was kept");
@@ -114,11 +114,11 @@ fn movetime_alone_bounds_the_search() {
     let mut player = MctsPlayer::new(UniformEvaluator::default(), SearchConfig::default(), Limits::default(), 1, false);
     let limits = Limits { movetime: Some(Duration::from_millis(50)), ..Limits::default() };
     let start = Instant::now();
-    let choice = player.choose(&position, &limits).unwrap();
+    let choice = player.choose(&position, &limits).unwrap().unwrap();
     assert!(start.elapsed() < Duration::from_secs(2));
     assert!(choice.nodes > 0);
     // Neither limit: the default simulation count.
-    let choice = player.choose(&position, &Limits::default()).unwrap();
+    let choice = player.choose(&position, &Limits::default()).unwrap().unwrap();
     assert_eq!(choice.nodes, konane_mcts::player::DEFAULT_SIMULATIONS);
 }
 
@@ -128,7 +128,12 @@ struct LastMoveEvaluator {
 }
 
 impl Evaluator for LastMoveEvaluator {
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), konane_mcts::EvalError> {
         for position in positions {
             position.legal_moves(&mut self.moves);
             let n = self.moves.len();
@@ -136,6 +141,7 @@ impl Evaluator for LastMoveEvaluator {
             priors.extend((1..=n).map(|i| i as f32 / total));
             values.push(0.25);
         }
+        Ok(())
     }
 }
 
@@ -145,7 +151,7 @@ fn raw_policy_plays_the_highest_prior() {
     let mut player =
         MctsPlayer::new(LastMoveEvaluator { moves: MoveList::new() }, SearchConfig::default(), sims(100), 1, true);
     for _ in 0..6 {
-        let choice = player.choose(&position, &sims(100)).unwrap();
+        let choice = player.choose(&position, &sims(100)).unwrap().unwrap();
         assert_eq!(Some(&choice.mv), position.moves().last());
         assert_eq!(choice.nodes, 0);
         assert_eq!(choice.value, Some(0.25));
@@ -158,5 +164,5 @@ fn no_move_no_choice() {
     let position: Position = "WB/BW w".parse().unwrap();
     assert!(position.is_over());
     let mut player = rollout_player(100, 1);
-    assert_eq!(player.choose(&position, &sims(100)), None);
+    assert_eq!(player.choose(&position, &sims(100)).unwrap(), None);
 }

@@ -38,7 +38,7 @@ fn midgame(size: Size, plies: usize, seed: u64) -> Position {
 fn search(config: SearchConfig, position: Position, simulations: u64) -> Search {
     let mut search = Search::new(config, 7);
     search.set_root(position);
-    search.run(&mut UniformEvaluator::default(), simulations, None);
+    search.run(&mut UniformEvaluator::default(), simulations, None).unwrap();
     search
 }
 
@@ -88,7 +88,7 @@ fn a_root_without_moves_has_no_best_move() {
     let mut out = Vec::new();
     assert_eq!(s.gather(16, &mut out), 0);
     assert!(out.is_empty());
-    assert_eq!(s.run(&mut UniformEvaluator::default(), 100, None), 0);
+    assert_eq!(s.run(&mut UniformEvaluator::default(), 100, None).unwrap(), 0);
     assert_eq!(s.best_move(), None);
     assert_eq!(s.root_visits().count(), 0);
     assert_eq!(s.root_proof(), Some(false));
@@ -117,13 +117,13 @@ fn a_move_that_ends_the_game_is_found_and_then_always_chosen() {
         let mut s = Search::new(SearchConfig { batch_size: 1, ..SearchConfig::default() }, i as u64);
         s.set_root(position);
         // Uniform priors visit every root move within a few rounds.
-        s.run(&mut UniformEvaluator::default(), 3 * moves.len() as u64 + 1, None);
+        s.run(&mut UniformEvaluator::default(), 3 * moves.len() as u64 + 1, None).unwrap();
         assert_eq!(s.root_proof(), Some(true), "{position}");
         assert_eq!(s.root_value(), 1.0);
         let best = s.best_move().unwrap();
         assert!(ending.contains(&best), "{position}");
         let before: u32 = s.root_visits().find(|&(m, _)| m == best).unwrap().1;
-        s.run(&mut UniformEvaluator::default(), 100, None);
+        s.run(&mut UniformEvaluator::default(), 100, None).unwrap();
         let after: u32 = s.root_visits().find(|&(m, _)| m == best).unwrap().1;
         assert_eq!(after, before + 100, "proven win not chosen at once");
         let won = s.root_children().find(|c| c.mv == best).unwrap();
@@ -155,9 +155,14 @@ fn the_leaf_solver_proves_small_endgames_without_the_evaluator() {
     #[derive(Default)]
     struct Counting(UniformEvaluator, usize);
     impl Evaluator for Counting {
-        fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+        fn evaluate(
+            &mut self,
+            positions: &[Position],
+            values: &mut Vec<f32>,
+            priors: &mut Vec<f32>,
+        ) -> Result<(), konane_mcts::EvalError> {
             self.1 += positions.len();
-            self.0.evaluate(positions, values, priors);
+            self.0.evaluate(positions, values, priors)
         }
     }
     let mut solver = Solver::new(16);
@@ -169,7 +174,7 @@ fn the_leaf_solver_proves_small_endgames_without_the_evaluator() {
         search.set_root(position);
         let mut evaluator = Counting::default();
         // Far fewer simulations than the plain search needs (2000 above).
-        search.run(&mut evaluator, 60, None);
+        search.run(&mut evaluator, 60, None).unwrap();
         assert_eq!(evaluator.1, 1, "{position}: only the root needs the evaluator");
         assert!(search.solved_leaves() > 0);
         assert_eq!(search.root_proof(), Some(solution.win), "{position}: wrong or missing proof");
@@ -220,11 +225,11 @@ fn many_searches_share_one_evaluator_call() {
         }
         values.clear();
         priors.clear();
-        evaluator.evaluate(&batch, &mut values, &mut priors);
+        evaluator.evaluate(&batch, &mut values, &mut priors).unwrap();
         let (mut at, mut prior_at) = (0, 0);
         for (s, &n) in searches.iter_mut().zip(&counts) {
             let moves: usize = batch[at..at + n].iter().map(|p| p.count_moves() as usize).sum();
-            s.apply(&values[at..at + n], &priors[prior_at..prior_at + moves]);
+            s.apply(&values[at..at + n], &priors[prior_at..prior_at + moves]).unwrap();
             at += n;
             prior_at += moves;
         }
@@ -259,7 +264,7 @@ fn tree_reuse_keeps_the_subtree() {
     assert!(s2.set_root_reusing(after), "a grandchild is reused");
     assert_eq!(s2.root_visits().map(|(_, v)| v).sum::<u32>() + 1, reply.visits);
     // Searching on from a reused tree adds to its visits.
-    s2.run(&mut UniformEvaluator::default(), 100, None);
+    s2.run(&mut UniformEvaluator::default(), 100, None).unwrap();
     assert_eq!(s2.root_visits().map(|(_, v)| v).sum::<u32>() + 1, reply.visits + 100);
     // An unrelated position starts afresh.
     assert!(!s2.set_root_reusing(midgame(size("6x6"), 12, 99)));
@@ -273,7 +278,7 @@ fn same_seed_same_search() {
     let run = |seed| {
         let mut s = Search::new(noisy, seed);
         s.set_root(position);
-        s.run(&mut UniformEvaluator::default(), 400, None);
+        s.run(&mut UniformEvaluator::default(), 400, None).unwrap();
         visits(&s)
     };
     assert_eq!(run(1), run(1));
@@ -312,7 +317,12 @@ fn from_weight(mv: Move) -> f32 {
 }
 
 impl Evaluator for FromCellEvaluator {
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), konane_mcts::EvalError> {
         for position in positions {
             position.legal_moves(&mut self.moves);
             let total: f32 = self.moves.iter().map(|&m| from_weight(m)).sum();
@@ -320,6 +330,7 @@ impl Evaluator for FromCellEvaluator {
             let corner = position.stone_at(konane_rules::Cell(0)).is_some();
             values.push(if corner { 0.5 } else { -0.5 });
         }
+        Ok(())
     }
 }
 
@@ -336,7 +347,7 @@ fn symmetry_evaluator_maps_priors_back_to_the_right_moves() {
         batch.push(opened);
         batch.extend((0..6).map(|i| midgame(size, 3 + 2 * i, seed * 10 + i as u64)));
         let (mut values, mut priors) = (Vec::new(), Vec::new());
-        evaluator.evaluate(&batch, &mut values, &mut priors);
+        evaluator.evaluate(&batch, &mut values, &mut priors).unwrap();
         assert_eq!(values.len(), batch.len());
         let syms = evaluator.last_symmetries().to_vec();
         let mut at = 0;
@@ -376,7 +387,7 @@ fn symmetry_ensembles_average_distinct_symmetries() {
             .flat_map(|board| (0..4).map(move |i| midgame(size(board), 3 + 2 * i, seed * 10 + i as u64)))
             .collect();
         let (mut values, mut priors) = (Vec::new(), Vec::new());
-        evaluator.evaluate(&batch, &mut values, &mut priors);
+        evaluator.evaluate(&batch, &mut values, &mut priors).unwrap();
         let syms = evaluator.last_symmetries().to_vec();
         assert_eq!(values.len(), batch.len());
         let (mut at, mut first) = (0, 0);

@@ -35,7 +35,7 @@ fn bench_inference(c: &mut Criterion) {
                     b.iter(|| {
                         values.clear();
                         priors.clear();
-                        evaluator.evaluate(chunk, &mut values, &mut priors);
+                        evaluator.evaluate(chunk, &mut values, &mut priors).unwrap();
                     })
                 });
             }
@@ -51,10 +51,16 @@ struct Timed<E> {
 }
 
 impl<E: Evaluator> Evaluator for Timed<E> {
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), konane_mcts::EvalError> {
         let start = Instant::now();
-        self.inner.evaluate(positions, values, priors);
+        let outcome = self.inner.evaluate(positions, values, priors);
         self.spent += start.elapsed();
+        outcome
     }
 }
 
@@ -73,7 +79,7 @@ fn bench_search(c: &mut Criterion) {
         // Report the share of wall time outside the network once per batch size.
         let start = Instant::now();
         search.set_root(root);
-        search.run(&mut evaluator, SIMS, None);
+        search.run(&mut evaluator, SIMS, None).unwrap();
         let total = start.elapsed();
         eprintln!(
             "puct 8x8 batch {batch}: {:.0} sims/s, {:.1}% of search time outside the network",
@@ -83,7 +89,7 @@ fn bench_search(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("native", batch), |b| {
             b.iter(|| {
                 search.set_root(root);
-                search.run(&mut evaluator, SIMS, None)
+                search.run(&mut evaluator, SIMS, None).unwrap()
             })
         });
     }

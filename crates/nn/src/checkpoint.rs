@@ -10,13 +10,20 @@
 //! ```
 //!
 //! A directory (a run, or a shipped model such as `checkpoints/6x6`) names
-//! its current network in a `LATEST` file, a path relative to the directory.
-//! Files are written to a temporary name and renamed, so a reader sees the
-//! old file or the new one, never half of one.
+//! its current network in a `LATEST` file, a path relative to the directory
+//! and inside it. Files are written to a temporary name and renamed
+//! ([`konane_files::write_atomically`]), so a reader sees the old file or
+//! the new one, never half of one.
+//!
+//! Reading trusts nothing: the checksum catches damage, the header's network
+//! shape is checked against [`NetConfig::validate`]'s ranges, and against
+//! the size of the weights the file holds, before anything is allocated
+//! for it.
 
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+
+use konane_files::WriteError;
 
 use burn::module::Module;
 use burn::store::ModuleRecord;
@@ -52,12 +59,12 @@ pub struct NetHeader {
 #[derive(Debug, Error)]
 pub enum CheckpointError {
     /// The file or directory could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not a network file, or is damaged.
     #[error("{path}: {reason}")]
@@ -67,6 +74,9 @@ pub enum CheckpointError {
         /// What is wrong.
         reason: String,
     },
+    /// The file could not be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
     /// The weights do not fit the network the header (or the caller) describes.
     #[error("{path}: the weights do not match network {expected}: {reason}")]
     Shape {
@@ -80,37 +90,26 @@ pub enum CheckpointError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
-    move |source| CheckpointError::Io { path: path.to_path_buf(), source }
+    move |error| CheckpointError::Io { path: path.to_path_buf(), error }
 }
 
 fn invalid(path: &Path, reason: impl Into<String>) -> CheckpointError {
     CheckpointError::Invalid { path: path.to_path_buf(), reason: reason.into() }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory,
-/// synced before the rename.
-///
-/// # Errors
-/// Any I/O failure, naming the file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(io(parent))?;
-    }
-    let mut temp_name = path.file_name().unwrap_or_default().to_os_string();
-    temp_name.push(".tmp");
-    let temp = path.with_file_name(temp_name);
-    let mut file = fs::File::create(&temp).map_err(io(&temp))?;
-    file.write_all(bytes).map_err(io(&temp))?;
-    file.sync_all().map_err(io(&temp))?;
-    fs::rename(&temp, path).map_err(io(path))?;
-    Ok(())
-}
-
 /// Serialises `net` with `header` into the file layout above.
 ///
 /// # Errors
-/// burn could not serialise the weights.
+/// The header describes another network than `net` (its file could never
+/// be loaded), or burn could not serialise the weights.
 pub fn to_bytes(net: &Net, header: &NetHeader) -> Result<Vec<u8>, CheckpointError> {
+    let actual = net.config();
+    if header.net != actual {
+        return Err(invalid(
+            Path::new("<memory>"),
+            format!("the header says network {}, the weights are {}", header.net.name(), actual.name()),
+        ));
+    }
     let header_json = serde_json::to_vec(header).expect("header serialises");
     let weights = net
         .clone()
@@ -134,7 +133,7 @@ pub fn to_bytes(net: &Net, header: &NetHeader) -> Result<Vec<u8>, CheckpointErro
 /// # Errors
 /// Serialisation or I/O failure.
 pub fn save(net: &Net, header: &NetHeader, path: &Path) -> Result<(), CheckpointError> {
-    write_atomically(path, &to_bytes(net, header)?)
+    Ok(konane_files::write_atomically(path, &to_bytes(net, header)?)?)
 }
 
 /// Reads the header and the weights' bytes, checking magic, version,
@@ -180,6 +179,19 @@ fn parse_parts(bytes: &[u8], path: &Path) -> Result<(NetHeader, Vec<u8>), Checkp
         serde_json::from_slice(header_bytes).map_err(|e| invalid(path, format!("bad header: {e}")))?;
     if header.format != FORMAT_VERSION {
         return Err(invalid(path, format!("header format {} differs from file format", header.format)));
+    }
+    header.net.validate().map_err(|e| invalid(path, format!("bad header: {e}")))?;
+    // Weights are f32: a header claiming a bigger network than the file
+    // holds is refused before that network is allocated.
+    let needed = header.net.parameters().saturating_mul(4);
+    if (weights_len as u64) < needed {
+        return Err(invalid(
+            path,
+            format!(
+                "the header's network {} needs {needed} bytes of weights, the file holds {weights_len}",
+                header.net.name()
+            ),
+        ));
     }
     Ok((header, bytes[at..end].to_vec()))
 }
@@ -227,6 +239,12 @@ fn build(
         expected: header.net.name(),
         reason: e.to_string(),
     })?;
+    if let Some(parameter) = net.non_finite_parameter() {
+        return Err(invalid(
+            path,
+            format!("parameter {parameter} holds NaN or infinite weights (from a training run that diverged?)"),
+        ));
+    }
     Ok((net, header))
 }
 
@@ -241,12 +259,36 @@ pub fn resolve(path: &Path) -> Result<PathBuf, CheckpointError> {
         return Ok(path.to_path_buf());
     }
     let pointer = path.join(LATEST);
-    let target = fs::read_to_string(&pointer).map_err(io(&pointer))?;
-    let target = target.trim();
-    if target.is_empty() {
-        return Err(invalid(&pointer, "empty LATEST pointer"));
+    Ok(path.join(read_pointer(&pointer)?))
+}
+
+/// The longest `LATEST` file read: a pointer is one short relative path.
+const MAX_POINTER_BYTES: u64 = 4096;
+
+/// What a `LATEST` file says: a relative path inside its directory (no
+/// `..`, no root), so that a directory never names a file elsewhere.
+///
+/// # Errors
+/// A missing, empty, oversized or escaping pointer.
+pub fn read_pointer(pointer: &Path) -> Result<PathBuf, CheckpointError> {
+    use std::io::Read;
+    let file = fs::File::open(pointer).map_err(io(pointer))?;
+    let mut text = String::new();
+    file.take(MAX_POINTER_BYTES + 1).read_to_string(&mut text).map_err(io(pointer))?;
+    if text.len() as u64 > MAX_POINTER_BYTES {
+        return Err(invalid(pointer, format!("more than {MAX_POINTER_BYTES} bytes: not a pointer")));
     }
-    Ok(path.join(target))
+    let target = Path::new(text.trim());
+    if target.as_os_str().is_empty() {
+        return Err(invalid(pointer, "empty LATEST pointer"));
+    }
+    if !target.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(invalid(
+            pointer,
+            format!("points at {}, outside its directory: a pointer names a file inside it", target.display()),
+        ));
+    }
+    Ok(target.to_path_buf())
 }
 
 /// Points `dir/LATEST` at `file` (a path relative to `dir`), atomically.
@@ -254,5 +296,5 @@ pub fn resolve(path: &Path) -> Result<PathBuf, CheckpointError> {
 /// # Errors
 /// I/O failure.
 pub fn set_latest(dir: &Path, file: &Path) -> Result<(), CheckpointError> {
-    write_atomically(&dir.join(LATEST), format!("{}\n", file.display()).as_bytes())
+    Ok(konane_files::write_atomically(&dir.join(LATEST), format!("{}\n", file.display()).as_bytes())?)
 }

@@ -2,6 +2,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use konane_mcts::Evaluator;
+use konane_mcts::evaluator::{EvalError, check_outputs};
 use konane_rules::{MoveList, Position};
 
 use crate::Backend;
@@ -12,8 +13,14 @@ use crate::native::NativeNet;
 /// Runs a [`Net`] on batches of positions. Positions of different sizes in
 /// one call are evaluated in runs of equal size (the tower is shared, the
 /// tensors are not).
+///
+/// Every output is checked: a value or prior that is not a finite number
+/// (damaged weights, a diverged training run) is an [`EvalError`] naming the
+/// network, never a score.
 pub struct NetEvaluator {
     engine: Engine,
+    /// What errors call the network: its file, once known.
+    name: String,
     planes: Vec<f32>,
     logits: Vec<f32>,
     values: Vec<f32>,
@@ -56,6 +63,7 @@ impl NetEvaluator {
     fn with_engine(engine: Engine) -> NetEvaluator {
         NetEvaluator {
             engine,
+            name: "the network".into(),
             planes: Vec::new(),
             logits: Vec::new(),
             values: Vec::new(),
@@ -63,6 +71,12 @@ impl NetEvaluator {
             batches: 0,
             positions: 0,
         }
+    }
+
+    /// Names the network in errors (its file, say).
+    pub fn with_name(mut self, name: impl Into<String>) -> NetEvaluator {
+        self.name = name.into();
+        self
     }
 
     /// Whether the forward pass runs on the native kernels.
@@ -121,7 +135,12 @@ impl NetEvaluator {
 }
 
 impl Evaluator for NetEvaluator {
-    fn evaluate(&mut self, positions: &[Position], values: &mut Vec<f32>, priors: &mut Vec<f32>) {
+    fn evaluate(
+        &mut self,
+        positions: &[Position],
+        values: &mut Vec<f32>,
+        priors: &mut Vec<f32>,
+    ) -> Result<(), EvalError> {
         let mut start = 0;
         while start < positions.len() {
             let size = positions[start].size();
@@ -129,13 +148,17 @@ impl Evaluator for NetEvaluator {
             self.forward_into_buffers(&positions[start..end]);
             let per = policy_len(size);
             for (i, position) in positions[start..end].iter().enumerate() {
-                values.push(self.values[i]);
+                let value = self.values[i];
+                values.push(value);
                 position.legal_moves(&mut self.moves);
                 let row = &self.logits[i * per..(i + 1) * per];
+                let first = priors.len();
                 push_softmax(row, &self.moves, size, priors);
+                check_outputs(&self.name, position, value, &priors[first..])?;
             }
             start = end;
         }
+        Ok(())
     }
 }
 

@@ -8,8 +8,10 @@
 //! identical between training and play (no running statistics to go stale,
 //! see `shared/notes/burn-0.22.md`) and saves the normalisation passes.
 
+use std::ops::RangeInclusive;
+
 use burn::config::Config;
-use burn::module::{Module, Param};
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::activation::{relu, tanh};
@@ -38,7 +40,64 @@ pub struct NetConfig {
     pub value_hidden: usize,
 }
 
+/// A network shape outside the sizes this project builds.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("network.{field} = {value}: must be in {start}..={end}")]
+pub struct ShapeError {
+    /// The field of [`NetConfig`].
+    pub field: &'static str,
+    /// The value given.
+    pub value: usize,
+    /// Smallest allowed.
+    pub start: usize,
+    /// Largest allowed.
+    pub end: usize,
+}
+
 impl NetConfig {
+    /// Allowed residual blocks: deeper towers than 40 do not train on a CPU.
+    pub const BLOCKS: RangeInclusive<usize> = 0..=40;
+    /// Allowed tower channels (b40c512 holds 190 M weights, 0.75 GB).
+    pub const CHANNELS: RangeInclusive<usize> = 1..=512;
+    /// Allowed policy and value head channels.
+    pub const HEAD_CHANNELS: RangeInclusive<usize> = 1..=512;
+    /// Allowed width of the value head's hidden layer.
+    pub const VALUE_HIDDEN: RangeInclusive<usize> = 1..=4096;
+
+    /// Checks every field against its range, before anything is allocated
+    /// for it (a config key, a file header, a command-line option).
+    ///
+    /// # Errors
+    /// The first field out of range.
+    pub fn validate(&self) -> Result<(), ShapeError> {
+        for (field, value, range) in [
+            ("blocks", self.blocks, Self::BLOCKS),
+            ("channels", self.channels, Self::CHANNELS),
+            ("policy_channels", self.policy_channels, Self::HEAD_CHANNELS),
+            ("value_channels", self.value_channels, Self::HEAD_CHANNELS),
+            ("value_hidden", self.value_hidden, Self::VALUE_HIDDEN),
+        ] {
+            if !range.contains(&value) {
+                return Err(ShapeError { field, value, start: *range.start(), end: *range.end() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Weights and biases of the network, all `f32`.
+    pub fn parameters(&self) -> u64 {
+        let (c, p, v, h) =
+            (self.channels as u64, self.policy_channels as u64, self.value_channels as u64, self.value_hidden as u64);
+        let conv = |from: u64, to: u64, kernel: u64| kernel * kernel * from * to + to;
+        conv(INPUT_PLANES as u64, c, 3)
+            + self.blocks as u64 * (2 * conv(c, c, 3) + 1)
+            + conv(c, p, 3)
+            + conv(p, MOVE_KINDS as u64, 1)
+            + conv(c, v, 1)
+            + (2 * v * h + h)
+            + (h + 1)
+    }
+
     /// `b6c64`-style name.
     pub fn name(&self) -> String {
         format!("b{}c{}", self.blocks, self.channels)
@@ -59,7 +118,7 @@ impl NetConfig {
     }
 
     /// Builds a network with fresh weights on `device` (burn seeds its
-    /// initialisers from the backend's seed; see [`crate::seed_backend`]).
+    /// initialisers from the device's seed; see [`crate::init_net`]).
     pub fn init(&self, device: &Device) -> Net {
         let conv = |from: usize, to: usize, kernel: usize| {
             Conv2dConfig::new([from, to], [kernel, kernel])
@@ -113,6 +172,50 @@ pub struct Net {
 }
 
 impl Net {
+    /// The shape of this network, read off its weights: what a checkpoint
+    /// header must say about it.
+    pub fn config(&self) -> NetConfig {
+        let out = |conv: &Conv2d| conv.weight.dims()[0];
+        NetConfig {
+            blocks: self.blocks.len(),
+            channels: out(&self.stem),
+            policy_channels: out(&self.policy_hidden),
+            value_channels: out(&self.value_conv),
+            value_hidden: self.value_hidden.weight.dims()[1],
+        }
+    }
+
+    /// The first parameter holding a NaN or an infinity, by its path in
+    /// the module (`blocks.2.first.weight`); `None` if every one is finite.
+    /// A diverged training step shows here before any output does.
+    pub fn non_finite_parameter(&self) -> Option<String> {
+        #[derive(Default)]
+        struct Finite {
+            path: Vec<String>,
+            first_bad: Option<String>,
+        }
+        impl ModuleVisitor for Finite {
+            fn enter_module(&mut self, name: &str, _: &str) {
+                self.path.push(name.to_string());
+            }
+            fn exit_module(&mut self, _: &str, _: &str) {
+                self.path.pop();
+            }
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+                if self.first_bad.is_some() {
+                    return;
+                }
+                let data = param.val().into_data();
+                if !data.iter::<f32>().all(f32::is_finite) {
+                    self.first_bad = Some(self.path.join("."));
+                }
+            }
+        }
+        let mut finite = Finite::default();
+        self.visit(&mut finite);
+        finite.first_bad
+    }
+
     /// `planes`: `[batch, INPUT_PLANES, rows, cols]`, all of one board size.
     /// Returns policy logits `[batch, MOVE_KINDS * rows * cols]` (indexed as
     /// [`crate::encoding::move_index`]) and values `[batch]` in (-1, 1) for

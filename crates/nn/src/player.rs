@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use burn::tensor::Device;
+use konane_mcts::search::SettingError;
 use konane_mcts::{MctsPlayer, ParallelEvaluator, SearchConfig, SymmetryEvaluator};
 use konane_players::arena::PlayerFactory;
 use konane_players::spec::{PlayerKind, SearchTuning};
@@ -13,6 +14,22 @@ use crate::backend::Backend;
 use crate::checkpoint::{self, CheckpointError, NetHeader};
 use crate::evaluator::NetEvaluator;
 use crate::model::{Net, NetConfig};
+
+/// A player that could not be built from its spec.
+#[derive(Debug, thiserror::Error)]
+pub enum FactoryError {
+    /// Its network file could not be loaded.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// Its search settings are out of range.
+    #[error("{spec}: {error}")]
+    Setting {
+        /// The player spec.
+        spec: String,
+        /// The setting.
+        error: SettingError,
+    },
+}
 
 /// The network a `net:` path names, with its header and the file it came
 /// from: `init` is the default network with fresh weights from `seed` (no
@@ -53,6 +70,8 @@ pub struct NetFactory {
     limits: Limits,
     search: SearchConfig,
     label: String,
+    /// What the players' evaluation errors call the network: its file.
+    network: String,
     seed: Option<u64>,
     evaluator_threads: usize,
     /// What the spec set of the search: a set `batch=` is not grown by
@@ -64,13 +83,15 @@ pub struct NetFactory {
 
 impl NetFactory {
     /// A factory for `net` with these limits (`nodes == Some(0)`: raw policy).
-    /// Its players search with [`NetEvaluator::for_backend`].
+    /// Its players search with [`NetEvaluator::for_backend`]; `label` names
+    /// the player in reports and the network in errors.
     pub fn new(net: Net, backend: Backend, limits: Limits, search: SearchConfig, label: String) -> NetFactory {
         NetFactory {
             net,
             backend,
             limits,
             search,
+            network: label.clone(),
             label,
             seed: None,
             evaluator_threads: 1,
@@ -97,6 +118,9 @@ impl NetFactory {
     /// the search defaults with `tuning`'s overrides (a single evaluator
     /// gathering [`PLAYER_BATCH`] leaves unless `batch=` is set) and
     /// leaves of at most `solve_max_stones` stones solved exactly.
+    ///
+    /// # Errors
+    /// A setting outside the search's ranges ([`SearchConfig::validate`]).
     pub fn tuned(
         net: Net,
         backend: Backend,
@@ -104,7 +128,7 @@ impl NetFactory {
         solve_max_stones: u32,
         tuning: SearchTuning,
         label: String,
-    ) -> NetFactory {
+    ) -> Result<NetFactory, FactoryError> {
         let defaults = SearchConfig::default();
         let search = SearchConfig {
             solve_max_stones,
@@ -113,21 +137,23 @@ impl NetFactory {
             batch_size: tuning.batch_size.unwrap_or(PLAYER_BATCH),
             ..defaults
         };
-        NetFactory { tuning, ..NetFactory::new(net, backend, limits, search, label) }
+        search.validate().map_err(|error| FactoryError::Setting { spec: label.clone(), error })?;
+        Ok(NetFactory { tuning, ..NetFactory::new(net, backend, limits, search, label) })
     }
 
     /// Loads the network a `net:` spec names (a file, a directory with a
     /// `LATEST` pointer, or `init` for fresh seeded default weights).
     ///
     /// # Errors
-    /// The network file is missing, damaged or of another format.
-    pub fn from_spec(spec: &PlayerSpec, backend: Backend) -> Result<NetFactory, CheckpointError> {
+    /// The network file is missing, damaged or of another format, or a
+    /// search setting is out of range.
+    pub fn from_spec(spec: &PlayerSpec, backend: Backend) -> Result<NetFactory, FactoryError> {
         let PlayerKind::Net { path, solve_max_stones, tuning } = &spec.kind else {
             panic!("NetFactory::from_spec on a non-net spec {spec}");
         };
-        let (net, header, _) = load_model(path, &backend.device(), spec.seed_or(0))?;
-        let factory = NetFactory::tuned(net, backend, spec.limits, *solve_max_stones, *tuning, spec.to_string());
-        Ok(NetFactory { seed: spec.seed, header, ..factory })
+        let (net, header, network) = load_model(path, &backend.device(), spec.seed_or(0))?;
+        let factory = NetFactory::tuned(net, backend, spec.limits, *solve_max_stones, *tuning, spec.to_string())?;
+        Ok(NetFactory { seed: spec.seed, header, network, ..factory })
     }
 }
 
@@ -136,8 +162,9 @@ impl NetFactory {
     /// callers can read the search tree (hints, win estimates).
     pub fn build_player(&self, seed: u64) -> NetPlayer {
         let seed = self.seed.unwrap_or(seed);
-        let evaluators =
-            (0..self.evaluator_threads).map(|_| NetEvaluator::for_backend(&self.net, self.backend)).collect();
+        let evaluators = (0..self.evaluator_threads)
+            .map(|_| NetEvaluator::for_backend(&self.net, self.backend).with_name(&self.network))
+            .collect();
         let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed)
             .with_ensemble(self.tuning.symmetries.unwrap_or(1));
         let raw_policy = self.limits.nodes == Some(0);
@@ -161,12 +188,13 @@ impl PlayerFactory for NetFactory {
 /// baseline players are built by the spec itself.
 ///
 /// # Errors
-/// A `net:` spec whose network cannot be loaded.
+/// A `net:` spec whose network cannot be loaded or whose settings are out
+/// of range.
 pub fn player_factory(
     spec: &PlayerSpec,
     backend: Backend,
     evaluator_threads: usize,
-) -> Result<Box<dyn PlayerFactory>, CheckpointError> {
+) -> Result<Box<dyn PlayerFactory>, FactoryError> {
     Ok(match spec.kind {
         PlayerKind::Net { .. } => {
             Box::new(NetFactory::from_spec(spec, backend)?.with_evaluator_threads(evaluator_threads))
@@ -181,9 +209,6 @@ pub fn player_factory(
 ///
 /// # Errors
 /// The first `net:` spec whose network cannot be loaded.
-pub fn player_factories(
-    specs: &[PlayerSpec],
-    backend: Backend,
-) -> Result<Vec<Box<dyn PlayerFactory>>, CheckpointError> {
+pub fn player_factories(specs: &[PlayerSpec], backend: Backend) -> Result<Vec<Box<dyn PlayerFactory>>, FactoryError> {
     specs.iter().map(|spec| player_factory(spec, backend, 1)).collect()
 }

@@ -78,7 +78,7 @@ fn evaluator_gives_a_distribution_over_legal_moves_in_mixed_batches() {
     let mut batch = positions("6x6".parse().unwrap(), 4);
     batch.extend(positions("5x7".parse().unwrap(), 3));
     let (mut values, mut priors) = (Vec::new(), Vec::new());
-    evaluator.evaluate(&batch, &mut values, &mut priors);
+    evaluator.evaluate(&batch, &mut values, &mut priors).unwrap();
     assert_eq!(values.len(), batch.len());
     let mut at = 0;
     for position in &batch {
@@ -118,8 +118,8 @@ fn the_native_kernels_evaluate_shipped_networks_as_burn_does() {
         for size in sizes {
             let batch = positions(size.parse().unwrap(), 40);
             let (mut burn_values, mut burn_priors, mut values, mut priors) = (vec![], vec![], vec![], vec![]);
-            burn.evaluate(&batch, &mut burn_values, &mut burn_priors);
-            native.evaluate(&batch, &mut values, &mut priors);
+            burn.evaluate(&batch, &mut burn_values, &mut burn_priors).unwrap();
+            native.evaluate(&batch, &mut values, &mut priors).unwrap();
             assert_eq!((values.len(), priors.len()), (burn_values.len(), burn_priors.len()), "{dir} on {size}");
             for (a, b) in values.iter().zip(&burn_values).chain(priors.iter().zip(&burn_priors)) {
                 assert!((a - b).abs() < 1e-4, "{dir} on {size}: {a} vs {b}");
@@ -145,6 +145,21 @@ fn save_then_load_gives_identical_outputs() {
     let before = NetEvaluator::new(net, device.clone()).forward(&batch);
     let after = NetEvaluator::new(loaded, device).forward(&batch);
     assert_eq!(before, after, "bit-identical after a round trip");
+}
+
+/// `file` with its header replaced by `header` (lengths and checksum made
+/// right), whatever the weights it holds.
+fn with_header(file: &[u8], header: &NetHeader) -> Vec<u8> {
+    let magic = b"KONANE-NET\n".len();
+    let old_len = u32::from_le_bytes(file[magic + 4..magic + 8].try_into().unwrap()) as usize;
+    let json = serde_json::to_vec(header).unwrap();
+    let mut out = file[..magic + 4].to_vec();
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&file[magic + 8 + old_len..file.len() - 4]);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
 }
 
 #[test]
@@ -179,9 +194,11 @@ fn damaged_or_foreign_files_fail_with_the_file_and_the_reason() {
         .with_policy_channels(4)
         .with_value_channels(4)
         .with_value_hidden(8);
-    let weights = checkpoint::to_bytes(&init_net(&tiny(), &device, 1), &header(&other)).unwrap();
+    // The writer refuses such a file, so it is made by swapping the header.
+    assert!(checkpoint::to_bytes(&init_net(&tiny(), &device, 1), &header(&other)).is_err());
+    let weights = checkpoint::to_bytes(&init_net(&tiny(), &device, 1), &header(&tiny())).unwrap();
     let mismatched = dir.join("mismatch.knet");
-    fs::write(&mismatched, weights).unwrap();
+    fs::write(&mismatched, with_header(&weights, &header(&other))).unwrap();
     let err = checkpoint::load(&mismatched, &device).err().unwrap().to_string();
     assert!(err.contains("mismatch.knet") && err.contains("b2c8"), "{err}");
 }

@@ -33,10 +33,10 @@ fn bench_uct(c: &mut Criterion) {
         let position = midgame_positions("8x8", plies, 1, 17 + i as u64)[0];
         let mut player = UctPlayer::new(limits, 1.0, 1);
         // A root proven early would run fewer simulations than the throughput says.
-        let probe = player.choose(&position, &limits).expect("the game is not over");
+        let probe = player.choose(&position, &limits).unwrap().expect("the game is not over");
         assert_eq!(probe.nodes, SIMS, "{position} is solved too quickly to time");
         group.bench_with_input(BenchmarkId::new("8x8", format!("ply{plies}")), &position, |b, pos| {
-            b.iter(|| player.choose(black_box(pos), &limits).expect("the game is not over"))
+            b.iter(|| player.choose(black_box(pos), &limits).unwrap().expect("the game is not over"))
         });
     }
     group.finish();
@@ -54,14 +54,14 @@ fn bench_alphabeta(c: &mut Criterion) {
     for (i, plies) in [20, 24, 30].into_iter().enumerate() {
         let position = midgame_positions("8x8", plies, 1, 17 + i as u64)[0];
         let mut player = AlphaBetaPlayer::new(limits, 1);
-        let probe = player.choose(&position, &limits).expect("the game is not over");
+        let probe = player.choose(&position, &limits).unwrap().expect("the game is not over");
         if probe.nodes < NODES {
             continue; // solved before the budget: its rate would be misleading
         }
         group.bench_with_input(BenchmarkId::new("8x8", format!("ply{plies}")), &position, |b, pos| {
             b.iter(|| {
                 player.new_game();
-                player.choose(black_box(pos), &limits).expect("the game is not over")
+                player.choose(black_box(pos), &limits).unwrap().expect("the game is not over")
             })
         });
     }

@@ -120,7 +120,8 @@ fn sample_one(size: Size, seed: u64, game: u64) -> Option<Position> {
         let mv = if rng.random_bool(random_share) {
             *moves.choose(&mut rng).expect("moves is not empty")
         } else {
-            strong.choose(&position, &limits).expect("a legal move exists").mv
+            let choice = strong.choose(&position, &limits).expect("alpha-beta cannot fail");
+            choice.expect("a legal move exists").mv
         };
         position.play_unchecked(mv);
     }
@@ -159,38 +160,42 @@ pub struct Miss {
 
 /// Shows every won position of `set` to a fresh player from `factory`
 /// (seeded by the position's index) and counts its winning choices.
-pub fn score(factory: &dyn PlayerFactory, set: &PositionSet, seed: u64) -> Accuracy {
-    let misses: Vec<Miss> = set
+///
+/// # Errors
+/// The player's search failed on some position.
+pub fn score(factory: &dyn PlayerFactory, set: &PositionSet, seed: u64) -> Result<Accuracy, crate::PlayerError> {
+    let misses: Vec<Option<Miss>> = set
         .won
         .par_iter()
         .enumerate()
-        .filter_map(|(i, won)| {
+        .map(|(i, won)| {
             let mut player = factory.build(seed.wrapping_add(i as u64));
             let limits = player.limits();
-            let chosen = player.choose(&won.position, &limits).map(|c| c.mv);
+            let chosen = player.choose(&won.position, &limits)?.map(|c| c.mv);
             if chosen.is_some_and(|mv| won.winning_moves.contains(&mv)) {
-                return None;
+                return Ok(None);
             }
             let size = won.position.size();
-            Some(Miss {
+            Ok(Some(Miss {
                 position: won.position.to_string(),
                 stones: won.position.stones(),
                 chosen: chosen.map_or_else(|| "none".to_string(), |mv| mv.to_text(size)),
                 winning_moves: won.winning_moves.iter().map(|mv| mv.to_text(size)).collect(),
-            })
+            }))
         })
-        .collect();
+        .collect::<Result<_, crate::PlayerError>>()?;
+    let misses: Vec<Miss> = misses.into_iter().flatten().collect();
     let positions = set.won.len();
     let correct = positions - misses.len();
     let random: f64 = set.won.iter().map(|w| w.winning_moves.len() as f64 / w.legal_moves as f64).sum();
-    Accuracy {
+    Ok(Accuracy {
         player: factory.label(),
         correct,
         positions,
         share: correct as f64 / positions.max(1) as f64,
         random_share: random / positions.max(1) as f64,
         misses,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -222,10 +227,10 @@ mod tests {
         let set = sample_positions(Size::new_const(5, 5), 60, 1, u64::MAX);
         let deep: PlayerSpec = "alphabeta:depth=30".parse().unwrap();
         let random: PlayerSpec = "random".parse().unwrap();
-        let deep = score(&deep, &set, 1);
+        let deep = score(&deep, &set, 1).unwrap();
         assert_eq!(deep.correct, deep.positions, "depth 30 solves 5x5 endgames");
         assert!(deep.misses.is_empty());
-        let random = score(&random, &set, 1);
+        let random = score(&random, &set, 1).unwrap();
         assert_eq!(random.misses.len(), random.positions - random.correct);
         for miss in &random.misses {
             let won = set.won.iter().find(|w| w.position.to_string() == miss.position).expect("a scored position");

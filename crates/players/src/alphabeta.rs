@@ -13,7 +13,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::{Choice, Limits, Player};
+use crate::{Choice, Limits, Player, PlayerError};
 
 /// Score of a won position, less the plies to the win.
 const WIN: i32 = 1_000_000;
@@ -313,8 +313,8 @@ impl Player for AlphaBetaPlayer {
         self.limits
     }
 
-    fn choose(&mut self, position: &Position, limits: &Limits) -> Option<Choice> {
-        self.search(position, limits)
+    fn choose(&mut self, position: &Position, limits: &Limits) -> Result<Option<Choice>, PlayerError> {
+        Ok(self.search(position, limits))
     }
 
     fn new_game(&mut self) {
@@ -342,7 +342,7 @@ mod tests {
         for ply in 0.. {
             let player = &mut players[ply % 2];
             let limits = player.limits();
-            match player.choose(&position, &limits) {
+            match player.choose(&position, &limits).unwrap() {
                 Some(choice) => position.play(choice.mv).expect("players play legal moves"),
                 None => return 1 - ply % 2,
             }
@@ -381,7 +381,7 @@ mod tests {
                     let solution = solver.solve(&position);
                     if solution.win {
                         let mut deep = AlphaBetaPlayer::new(depth(30), seed);
-                        let choice = deep.choose(&position, &depth(30)).unwrap();
+                        let choice = deep.choose(&position, &depth(30)).unwrap().unwrap();
                         assert!(
                             solution.winning_moves.contains(&choice.mv),
                             "{position}: played {} but the winning moves are {:?}",
@@ -392,7 +392,7 @@ mod tests {
                         checked += 1;
                     }
                 }
-                let mv = a.choose(&position, &depth(2)).unwrap().mv;
+                let mv = a.choose(&position, &depth(2)).unwrap().unwrap().mv;
                 position.play_unchecked(mv);
             }
         }
@@ -408,7 +408,7 @@ mod tests {
             let mut a = AlphaBetaPlayer::new(limits, 5);
             let mut position = Position::start(size);
             let mut moves = Vec::new();
-            while let Some(choice) = a.choose(&position, &limits) {
+            while let Some(choice) = a.choose(&position, &limits).unwrap() {
                 assert!(choice.nodes <= 501, "searched {} nodes", choice.nodes);
                 moves.push(choice.mv);
                 position.play_unchecked(choice.mv);

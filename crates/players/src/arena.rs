@@ -5,6 +5,12 @@
 //! legal opening of the board in a seeded order, so a result is not one
 //! opening's accident. Every game is seeded from the match seed and its
 //! index: with limits by depth, nodes or simulations a match replays exactly.
+//!
+//! A player that breaks a rule (an illegal move, no move where one exists, a
+//! panic, a move far over its time) forfeits that game's score: the game is
+//! reported as a fault. A player whose search fails ([`PlayerError`]: a
+//! network whose outputs are not numbers) ends the whole match with an
+//! error, since every further game would fail the same way.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -16,7 +22,22 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::{Limits, Player};
+use crate::{Limits, Player, PlayerError};
+
+/// Threads per core a command may ask for: more only adds contention (and
+/// memory, one search tree each).
+pub const MAX_THREADS_PER_CORE: usize = 4;
+
+/// The machine's cores (1 if unknown): the default for work split over threads.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The most threads a match, a search or a training run may use on this
+/// machine: [`MAX_THREADS_PER_CORE`] per core.
+pub fn max_threads() -> usize {
+    MAX_THREADS_PER_CORE * cores()
+}
 
 /// Makes a fresh player for each game (its seed differs per game).
 pub trait PlayerFactory: Sync {
@@ -78,16 +99,48 @@ pub struct GameResult {
     pub moves: [u32; 2],
 }
 
-/// Openings as (black removal, white removal), in a seeded order.
-pub fn openings(size: Size, seed: u64) -> Vec<[Move; 2]> {
+/// A match could not be played to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum MatchError {
+    /// The worker threads could not be started.
+    #[error("starting {threads} match threads: {reason}")]
+    Threads {
+        /// Threads asked for.
+        threads: usize,
+        /// What the system said.
+        reason: String,
+    },
+    /// A player's search failed; the match stopped.
+    #[error("game {game}: player {player} failed: {error}")]
+    Player {
+        /// The game's index.
+        game: usize,
+        /// `A` or `B`.
+        player: char,
+        /// Why.
+        error: PlayerError,
+    },
+}
+
+/// Every opening of `size`, in a seeded order: the pairs (black's removal,
+/// white's removal). On boards where white has no removal after black's,
+/// the openings are black's removals alone, and where black has none (1x1)
+/// the one empty opening, so every board has at least one.
+pub fn openings(size: Size, seed: u64) -> Vec<Vec<Move>> {
     let start = Position::start(size);
     let mut all = Vec::new();
     for black in start.moves() {
         let mut after = start;
         after.play_unchecked(black);
         for white in after.moves() {
-            all.push([black, white]);
+            all.push(vec![black, white]);
         }
+    }
+    if all.is_empty() {
+        all = start.moves().iter().map(|&black| vec![black]).collect();
+    }
+    if all.is_empty() {
+        all.push(Vec::new());
     }
     all.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
     all
@@ -104,14 +157,18 @@ fn grossly_over(limits: &Limits, took: Duration) -> bool {
     limits.movetime.is_some_and(|t| took > t * 2 + Duration::from_millis(500))
 }
 
-/// Plays game `index`: A takes black in even games, white in odd ones.
+/// Plays game `index` from `opening` (played as far as it is legal): A
+/// takes black in even games, white in odd ones.
+///
+/// # Errors
+/// A player's search failed ([`MatchError::Player`]).
 pub fn play_game(
     a: &dyn PlayerFactory,
     b: &dyn PlayerFactory,
     config: &MatchConfig,
-    opening: [Move; 2],
+    opening: &[Move],
     index: usize,
-) -> GameResult {
+) -> Result<GameResult, MatchError> {
     let seeds = game_seeds(config.seed, index);
     let a_color = if index % 2 == 0 { Color::Black } else { Color::White };
     let mut result = GameResult {
@@ -124,11 +181,10 @@ pub fn play_game(
         moves: [0; 2],
     };
     let mut position = Position::start(config.size);
-    for mv in opening {
-        if position.is_over() {
+    for &mv in opening {
+        if position.play(mv).is_err() {
             break;
         }
-        position.play_unchecked(mv);
         result.record.moves.push(mv);
     }
     let mut players = [a.build(seeds[0]), b.build(seeds[1])];
@@ -143,8 +199,9 @@ pub fn play_game(
         result.time[who] += took;
         result.moves[who] += 1;
         let mv = match choice {
-            Ok(Some(choice)) => choice.mv,
-            Ok(None) => {
+            Ok(Ok(Some(choice))) => choice.mv,
+            Ok(Err(error)) => return Err(MatchError::Player { game: index, player: ['A', 'B'][who], error }),
+            Ok(Ok(None)) => {
                 result.fault = fault(who, format!("returned no move in {position}, which has legal moves"));
                 break;
             }
@@ -173,33 +230,38 @@ pub fn play_game(
         result.a_won = winner == a_color;
         result.record.result = Some(winner);
     }
-    result
+    Ok(result)
 }
 
 /// Plays the whole match on `config.threads` threads, calling `on_game`
 /// as each game ends (in completion order); results come back in game order.
 ///
 /// # Errors
-/// The thread pool could not be built.
+/// The thread pool could not be built, or a player's search failed (the
+/// games not yet started are then not played).
 pub fn play_match(
     a: &dyn PlayerFactory,
     b: &dyn PlayerFactory,
     config: &MatchConfig,
     on_game: &(dyn Fn(&GameResult) + Sync),
-) -> Result<Vec<GameResult>, rayon::ThreadPoolBuildError> {
+) -> Result<Vec<GameResult>, MatchError> {
     let openings = openings(config.size, config.seed);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(config.threads.max(1)).build()?;
+    let threads = config.threads.max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| MatchError::Threads { threads, reason: e.to_string() })?;
     let mut results: Vec<GameResult> = pool.install(|| {
         (0..config.games)
             .into_par_iter()
             .map(|index| {
-                let opening = openings[(index / 2) % openings.len()];
-                let result = play_game(a, b, config, opening, index);
+                let opening = &openings[(index / 2) % openings.len()];
+                let result = play_game(a, b, config, opening, index)?;
                 on_game(&result);
-                result
+                Ok(result)
             })
-            .collect()
-    });
+            .collect::<Result<_, MatchError>>()
+    })?;
     results.sort_by_key(|r| r.index);
     Ok(results)
 }
@@ -342,6 +404,69 @@ mod tests {
         assert!(first.iter().all(|r| r.fault.is_none() && r.record.result.is_some()));
     }
 
+    #[test]
+    fn every_board_size_has_openings_and_plays_a_match() {
+        let a: PlayerSpec = "greedy".parse().unwrap();
+        let b: PlayerSpec = "random".parse().unwrap();
+        for cols in 1..=4 {
+            for rows in 1..=4 {
+                let size = Size::new(cols, rows).unwrap();
+                let all = openings(size, 7);
+                assert!(!all.is_empty(), "{size}");
+                for opening in &all {
+                    let mut position = Position::start(size);
+                    for &mv in opening {
+                        position.play(mv).unwrap_or_else(|e| panic!("{size}: opening {opening:?}: {e}"));
+                    }
+                }
+                let config = MatchConfig { size, games: 4, threads: 2, seed: 1 };
+                let results = play_match(&a, &b, &config, &|_| {}).unwrap();
+                assert_eq!(results.len(), 4, "{size}");
+                for r in &results {
+                    assert!(r.fault.is_none(), "{size}: {:?}", r.fault);
+                    assert_eq!(r.record.final_position().winner(), r.record.result, "{size}");
+                }
+            }
+        }
+    }
+
+    /// A player whose search always fails.
+    struct Broken;
+    impl Player for Broken {
+        fn name(&self) -> String {
+            "broken".into()
+        }
+        fn limits(&self) -> Limits {
+            Limits::default()
+        }
+        fn choose(&mut self, _: &Position, _: &Limits) -> Result<Option<crate::Choice>, crate::PlayerError> {
+            Err(crate::PlayerError::new("broken", std::io::Error::other("its network gives NaN")))
+        }
+    }
+    struct BrokenFactory;
+    impl PlayerFactory for BrokenFactory {
+        fn label(&self) -> String {
+            "broken".into()
+        }
+        fn build(&self, _: u64) -> Box<dyn Player> {
+            Box::new(Broken)
+        }
+    }
+
+    #[test]
+    fn a_failing_search_ends_the_match_with_an_error() {
+        let config = MatchConfig { size: "6x6".parse().unwrap(), games: 40, threads: 2, seed: 1 };
+        let random: PlayerSpec = "random".parse().unwrap();
+        let played = std::sync::atomic::AtomicUsize::new(0);
+        let error = play_match(&random, &BrokenFactory, &config, &|_| {
+            played.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("player B failed: broken: its network gives NaN"), "{text}");
+        assert_eq!(played.into_inner(), 0, "no game finished: each reached the broken player");
+    }
+
     struct Cheater;
     impl Player for Cheater {
         fn name(&self) -> String {
@@ -350,9 +475,9 @@ mod tests {
         fn limits(&self) -> Limits {
             Limits::default()
         }
-        fn choose(&mut self, position: &Position, _: &Limits) -> Option<crate::Choice> {
+        fn choose(&mut self, position: &Position, _: &Limits) -> Result<Option<crate::Choice>, crate::PlayerError> {
             // Always tries the first cell as a removal, legal or not.
-            Some(crate::Choice::plain(Move::Remove(position.size().cell(0, 0))))
+            Ok(Some(crate::Choice::plain(Move::Remove(position.size().cell(0, 0)))))
         }
     }
     struct CheaterFactory;

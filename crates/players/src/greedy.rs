@@ -5,7 +5,7 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::{Choice, Limits, Player};
+use crate::{Choice, Limits, Player, PlayerError};
 
 /// Plays the move that leaves the opponent the fewest replies (a move that
 /// leaves none wins at once), ties broken at random.
@@ -31,7 +31,7 @@ impl Player for GreedyPlayer {
         Limits::default()
     }
 
-    fn choose(&mut self, position: &Position, _limits: &Limits) -> Option<Choice> {
+    fn choose(&mut self, position: &Position, _limits: &Limits) -> Result<Option<Choice>, PlayerError> {
         position.legal_moves(&mut self.moves);
         let mut fewest = u32::MAX;
         self.best.clear();
@@ -47,8 +47,8 @@ impl Player for GreedyPlayer {
                 self.best.push(mv);
             }
         }
-        let &mv = self.best.choose(&mut self.rng)?;
+        let Some(&mv) = self.best.choose(&mut self.rng) else { return Ok(None) };
         let value = (fewest == 0).then_some(1.0);
-        Some(Choice { mv, nodes: self.moves.len() as u64, depth: 1, value })
+        Ok(Some(Choice { mv, nodes: self.moves.len() as u64, depth: 1, value }))
     }
 }

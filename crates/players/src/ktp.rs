@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use konane_rules::{Position, Size};
 
-use crate::{Limits, Player};
+use crate::{Limits, Player, spec};
 
 /// The longest line read, in bytes. A 20x20 position command is about 450
 /// bytes, so anything longer is not a command; keeping only this much bounds
@@ -48,9 +48,6 @@ pub const MAX_LINE: usize = 4096;
 
 /// The protocol version answered to `ktp`.
 pub const PROTOCOL_VERSION: &str = "1";
-
-/// Deepest `limit depth`, as for the `depth=N` player-spec option.
-const MAX_DEPTH_LIMIT: u32 = 200;
 
 /// The answer to one command: `=` or `?`, the id if any, and the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -256,7 +253,8 @@ impl KtpEngine {
         // A player is a search that others may still be writing: if it
         // panics, the game and the engine carry on and the client learns why.
         let choice = panic::catch_unwind(AssertUnwindSafe(|| player.choose(&position, &limits)))
-            .map_err(|payload| format!("the {} player failed: {}", self.player.name(), panic_text(&*payload)))?;
+            .map_err(|payload| format!("the {} player failed: {}", self.player.name(), panic_text(&*payload)))?
+            .map_err(|error| format!("the {} player failed: {error}", self.player.name()))?;
         let size = position.size();
         let choice = choice.ok_or_else(|| {
             format!(
@@ -303,22 +301,20 @@ impl KtpEngine {
         let [kind, value] = words[..] else {
             return Err(format!("limit takes a kind and a value: {USAGE}"));
         };
-        let positive = || -> Result<u64, String> {
+        // The bounds of the player-spec options of the same meaning.
+        let positive = |max: u64| -> Result<u64, String> {
             match value.parse::<u64>() {
+                Ok(n) if n > max && value.bytes().all(|b| b.is_ascii_digit()) => {
+                    Err(format!("limit {kind} {value}: at most {max}"))
+                }
                 Ok(n) if n >= 1 && value.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
                 _ => Err(format!("limit {kind} {value}: the value must be a whole number of at least 1")),
             }
         };
         match kind {
-            "nodes" => self.overrides.nodes = Some(positive()?),
-            "movetime" => self.overrides.movetime = Some(Duration::from_millis(positive()?)),
-            "depth" => {
-                let depth = positive()?;
-                if depth > u64::from(MAX_DEPTH_LIMIT) {
-                    return Err(format!("limit depth {value}: at most {MAX_DEPTH_LIMIT}"));
-                }
-                self.overrides.depth = Some(depth as u32);
-            }
+            "nodes" => self.overrides.nodes = Some(positive(spec::MAX_NODES)?),
+            "movetime" => self.overrides.movetime = Some(Duration::from_millis(positive(spec::MAX_MOVETIME_MS)?)),
+            "depth" => self.overrides.depth = Some(positive(u64::from(spec::MAX_DEPTH))? as u32),
             other => return Err(format!("unknown limit '{other}': {USAGE}")),
         }
         Ok(String::new())
@@ -350,7 +346,7 @@ fn too_long_response(start: &str) -> Option<Response> {
 /// Reads one line into `line` (without its `\n`), keeping at most `max`
 /// bytes and skipping the rest. `None` at the end of input, else whether
 /// the line was cut.
-fn read_line_bounded<R: BufRead>(input: &mut R, line: &mut Vec<u8>, max: usize) -> io::Result<Option<bool>> {
+pub fn read_line_bounded<R: BufRead>(input: &mut R, line: &mut Vec<u8>, max: usize) -> io::Result<Option<bool>> {
     line.clear();
     let mut read_any = false;
     let mut too_long = false;
@@ -448,8 +444,8 @@ mod tests {
         fn limits(&self) -> Limits {
             Limits { depth: Some(3), ..Limits::default() }
         }
-        fn choose(&mut self, position: &Position, limits: &Limits) -> Option<Choice> {
-            (self.0)(position, limits)
+        fn choose(&mut self, position: &Position, limits: &Limits) -> Result<Option<Choice>, crate::PlayerError> {
+            Ok((self.0)(position, limits))
         }
     }
 

@@ -66,6 +66,25 @@ impl Choice {
     }
 }
 
+/// A player that could not choose a move: its search failed (a network
+/// whose outputs are not numbers, an evaluator thread that ended). Not a
+/// lost game: the caller stops, or reports it and carries on.
+#[derive(Debug, thiserror::Error)]
+#[error("{player}: {cause}")]
+pub struct PlayerError {
+    /// The player's name.
+    pub player: String,
+    /// Why it failed.
+    pub cause: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl PlayerError {
+    /// `player` failed because of `cause`.
+    pub fn new(player: impl Into<String>, cause: impl std::error::Error + Send + Sync + 'static) -> PlayerError {
+        PlayerError { player: player.into(), cause: Box::new(cause) }
+    }
+}
+
 /// Something that picks moves. Players are seeded and, for limits by depth,
 /// nodes or simulations, deterministic for a given seed.
 pub trait Player: Send {
@@ -75,9 +94,12 @@ pub trait Player: Send {
     /// The limits the player was configured with.
     fn limits(&self) -> Limits;
 
-    /// Chooses a move for the side to move under `limits`; `None` when the
-    /// side to move has no legal move (it has lost).
-    fn choose(&mut self, position: &Position, limits: &Limits) -> Option<Choice>;
+    /// Chooses a move for the side to move under `limits`; `Ok(None)` when
+    /// the side to move has no legal move (it has lost).
+    ///
+    /// # Errors
+    /// The player's search failed; see [`PlayerError`].
+    fn choose(&mut self, position: &Position, limits: &Limits) -> Result<Option<Choice>, PlayerError>;
 
     /// Forgets anything carried between moves (a new game starts).
     fn new_game(&mut self) {}

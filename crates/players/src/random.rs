@@ -5,7 +5,7 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::{Choice, Limits, Player};
+use crate::{Choice, Limits, Player, PlayerError};
 
 /// Plays a uniformly random legal move.
 pub struct RandomPlayer {
@@ -29,8 +29,8 @@ impl Player for RandomPlayer {
         Limits::default()
     }
 
-    fn choose(&mut self, position: &Position, _limits: &Limits) -> Option<Choice> {
+    fn choose(&mut self, position: &Position, _limits: &Limits) -> Result<Option<Choice>, PlayerError> {
         position.legal_moves(&mut self.moves);
-        self.moves.choose(&mut self.rng).map(|&mv| Choice::plain(mv))
+        Ok(self.moves.choose(&mut self.rng).map(|&mv| Choice::plain(mv)))
     }
 }

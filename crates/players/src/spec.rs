@@ -14,6 +14,19 @@ use crate::random::RandomPlayer;
 use crate::uct::UctPlayer;
 use crate::{Limits, Player};
 
+/// Deepest `depth=N`.
+pub const MAX_DEPTH: u32 = 200;
+/// Longest `ms=N`: an hour a move.
+pub const MAX_MOVETIME_MS: u64 = 3_600_000;
+/// Largest `sims=N` / `nodes=N`.
+pub const MAX_NODES: u64 = 1_000_000_000_000;
+/// Largest `c=X` (the exploration constant of UCT and PUCT).
+pub const MAX_EXPLORATION: f32 = 100.0;
+/// Largest `fpu=X`.
+pub const MAX_FPU_REDUCTION: f32 = 10.0;
+/// Largest `batch=N`.
+pub const MAX_BATCH: usize = 4096;
+
 /// The forms a spec may take, for error messages.
 pub const VALID_FORMS: &str = "random | greedy | alphabeta:depth=N | alphabeta:ms=N | alphabeta:nodes=N | \
      mcts:sims=N | mcts:ms=N | net:PATH,sims=N | net:init,sims=N (options combine with commas, e.g. \
@@ -174,23 +187,25 @@ impl FromStr for PlayerSpec {
                 let n = positive(key)?;
                 if n > max { Err(fail(format!("{key}={value}: {why}at most {max}"))) } else { Ok(n) }
             };
-            let non_negative = || -> Result<f64, SpecError> {
+            // Bounded well inside f32's range, the type the searches use,
+            // so no number finite as f64 but infinite as f32 (1e39) passes.
+            let non_negative = |max: f32| -> Result<f64, SpecError> {
                 value
                     .parse::<f64>()
                     .ok()
-                    .filter(|x| x.is_finite() && *x >= 0.0)
-                    .ok_or_else(|| fail(format!("{key}={value}: a number >= 0")))
+                    .filter(|x| (0.0..=f64::from(max)).contains(x))
+                    .ok_or_else(|| fail(format!("{key}={value}: a number from 0 to {max}")))
             };
             match key {
-                "depth" => limits.depth = Some(at_most(200, "")? as u32),
-                "ms" => limits.movetime = Some(Duration::from_millis(positive("ms")?)),
+                "depth" => limits.depth = Some(at_most(MAX_DEPTH as u64, "")? as u32),
+                "ms" => limits.movetime = Some(Duration::from_millis(at_most(MAX_MOVETIME_MS, "")?)),
                 "sims" if kind == "net" && value == "0" => limits.nodes = Some(0),
-                "nodes" | "sims" => limits.nodes = Some(positive(key)?),
-                "fpu" => tuning.fpu_reduction = Some(non_negative()? as f32),
-                "batch" => tuning.batch_size = Some(at_most(4096, "")? as usize),
+                "nodes" | "sims" => limits.nodes = Some(at_most(MAX_NODES, "")?),
+                "fpu" => tuning.fpu_reduction = Some(non_negative(MAX_FPU_REDUCTION)? as f32),
+                "batch" => tuning.batch_size = Some(at_most(MAX_BATCH as u64, "")? as usize),
                 "sym" => tuning.symmetries = Some(at_most(Symmetry::ALL.len() as u64, "a board has ")? as usize),
-                "c" if kind == "net" => tuning.c_puct = Some(non_negative()? as f32),
-                "c" => exploration = non_negative()?,
+                "c" if kind == "net" => tuning.c_puct = Some(non_negative(MAX_EXPLORATION)? as f32),
+                "c" => exploration = non_negative(MAX_EXPLORATION)?,
                 "seed" => seed = Some(value.parse().map_err(|_| fail(format!("seed={value}: a whole number")))?),
                 "solve" => {
                     solve_max_stones = value
@@ -273,6 +288,14 @@ mod tests {
             ("net:x,solve=-1", "solve=-1"),
             ("net:x,c=-1", "c=-1"),
             ("net:x,fpu=nan", "fpu=nan"),
+            ("net:x,fpu=1e39", "fpu=1e39"),
+            ("net:x,fpu=inf", "fpu=inf"),
+            ("net:x,fpu=11", "from 0 to 10"),
+            ("net:x,c=1e39", "c=1e39"),
+            ("mcts:c=101", "from 0 to 100"),
+            ("net:x,sims=1000000000001", "at most 1000000000000"),
+            ("alphabeta:ms=3600001", "at most 3600000"),
+            ("alphabeta:depth=201", "at most 200"),
             ("net:x,batch=0", "batch=0"),
             ("net:x,batch=5000", "at most 4096"),
             ("mcts:fpu=1", "no option 'fpu'"),

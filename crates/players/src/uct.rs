@@ -38,7 +38,7 @@ use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::{Choice, Limits, Player};
+use crate::{Choice, Limits, Player, PlayerError};
 
 /// Simulations per move when neither `nodes` nor `movetime` is set.
 pub const DEFAULT_SIMULATIONS: u64 = 1000;
@@ -128,9 +128,9 @@ impl Player for UctPlayer {
         self.limits
     }
 
-    fn choose(&mut self, position: &Position, limits: &Limits) -> Option<Choice> {
+    fn choose(&mut self, position: &Position, limits: &Limits) -> Result<Option<Choice>, PlayerError> {
         let start = Instant::now();
-        position.visit(Search { player: self, limits, start })
+        Ok(position.visit(Search { player: self, limits, start }))
     }
 }
 
@@ -343,7 +343,7 @@ mod tests {
                 Color::White => &mut *white,
             };
             let limits = player.limits();
-            match player.choose(&position, &limits) {
+            match player.choose(&position, &limits).unwrap() {
                 None => {
                     assert!(position.is_over());
                     return (position.side_to_move().opposite(), record);
@@ -379,7 +379,7 @@ mod tests {
 
         for seed in 0..5 {
             let mut player = UctPlayer::new(sims(200), 1.0, seed);
-            let choice = player.choose(&position, &sims(200)).unwrap();
+            let choice = player.choose(&position, &sims(200)).unwrap().unwrap();
             assert_eq!(choice.mv, immediate[0], "seed {seed}");
             assert_eq!(choice.value, Some(1.0));
             // The solver stops the search as soon as the win is proven.
@@ -397,7 +397,7 @@ mod tests {
         let over: Position = "WB/BW w".parse().unwrap();
         assert!(over.is_over());
         let mut player = UctPlayer::new(sims(10), 1.0, 1);
-        assert_eq!(player.choose(&over, &sims(10)), None);
+        assert_eq!(player.choose(&over, &sims(10)).unwrap(), None);
     }
 
     #[test]
@@ -405,9 +405,9 @@ mod tests {
         let size: Size = "8x8".parse().unwrap();
         let position = Position::start(size);
         let mut player = UctPlayer::new(Limits::default(), 1.0, 3);
-        let choice = player.choose(&position, &Limits::default()).unwrap();
+        let choice = player.choose(&position, &Limits::default()).unwrap().unwrap();
         assert_eq!(choice.nodes, DEFAULT_SIMULATIONS);
-        let choice = player.choose(&position, &sims(37)).unwrap();
+        let choice = player.choose(&position, &sims(37)).unwrap().unwrap();
         assert_eq!(choice.nodes, 37);
         let value = choice.value.unwrap();
         assert!((-1.0..=1.0).contains(&value), "{value}");
@@ -454,7 +454,7 @@ mod tests {
         let limits = Limits { movetime: Some(Duration::from_millis(20)), ..Limits::default() };
         let mut player = UctPlayer::new(Limits::default(), 1.0, 5);
         let started = Instant::now();
-        let choice = player.choose(&position, &limits).unwrap();
+        let choice = player.choose(&position, &limits).unwrap().unwrap();
         assert!(choice.nodes >= 1);
         assert!(position.is_legal(choice.mv));
         // Very loose: only catches a search that ignores the clock.
@@ -467,7 +467,7 @@ mod tests {
         let position = Position::start(size);
         let limits = Limits { nodes: Some(50), movetime: Some(Duration::from_secs(60)), ..Limits::default() };
         let mut player = UctPlayer::new(Limits::default(), 1.0, 5);
-        assert_eq!(player.choose(&position, &limits).unwrap().nodes, 50);
+        assert_eq!(player.choose(&position, &limits).unwrap().unwrap().nodes, 50);
     }
 
     #[test]
@@ -483,7 +483,7 @@ mod tests {
             while !position.is_over() {
                 if position.phase() == konane_rules::Phase::Capturing && !solver.solve(&position).win {
                     let mut player = UctPlayer::new(sims(300), 1.0, 1);
-                    let choice = player.choose(&position, &sims(300)).unwrap();
+                    let choice = player.choose(&position, &sims(300)).unwrap().unwrap();
                     assert!(position.is_legal(choice.mv));
                     let value = choice.value.unwrap();
                     assert!((-1.0..=1.0).contains(&value), "{value}");
@@ -511,7 +511,7 @@ mod tests {
                 let mut position = Position::start(size);
                 while !position.is_over() {
                     let mut player = UctPlayer::new(sims(5000), 1.0, 1);
-                    let choice = player.choose(&position, &sims(5000)).unwrap();
+                    let choice = player.choose(&position, &sims(5000)).unwrap().unwrap();
                     if choice.nodes < 5000 {
                         proofs += 1;
                         let solution = solver.solve(&position);

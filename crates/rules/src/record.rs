@@ -78,10 +78,19 @@ impl FromStr for GameRecord {
             position.play_unchecked(mv);
             record.moves.push(mv);
         }
-        if let (Some(stated), Some(actual)) = (result, position.winner())
-            && stated != actual
-        {
-            return Err(bad(format!("the record says {stated} won but the moves end in a win for {actual}")));
+        match (result, position.winner()) {
+            (Some(stated), Some(actual)) if stated != actual => {
+                return Err(bad(format!("the record says {stated} won but the moves end in a win for {actual}")));
+            }
+            // The notation gives results of finished games only.
+            (Some(stated), None) => {
+                return Err(bad(format!(
+                    "the record says {stated} won but the game is not over ({} has {} legal moves)",
+                    position.side_to_move(),
+                    position.count_moves()
+                )));
+            }
+            _ => {}
         }
         record.result = result;
         Ok(record)
@@ -107,5 +116,8 @@ mod tests {
         let err = "4x4 b2 ; result X".parse::<GameRecord>().unwrap_err().to_string();
         assert!(err.contains("result B"), "{err}");
         assert!("".parse::<GameRecord>().is_err());
+        // A result belongs to a finished game only (found by the fuzz target).
+        let err = "3x11 a1 b1 ; result W".parse::<GameRecord>().unwrap_err().to_string();
+        assert!(err.contains("not over"), "{err}");
     }
 }

@@ -39,20 +39,52 @@ pub struct Solver {
     node_limit: u64,
 }
 
+/// The transposition table could not be had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// More bits than [`Solver::MAX_TABLE_BITS`].
+    #[error("a table of 2^{0} buckets: at most 2^{max} (16 GiB)", max = Solver::MAX_TABLE_BITS)]
+    TooLarge(u32),
+    /// The system refused the memory.
+    #[error("the system has no {0} MiB for the solver's table")]
+    OutOfMemory(u64),
+}
+
 /// The search ran out of its node budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the solver gave up after {0} nodes")]
 pub struct Unsolved(pub u64);
 
 impl Solver {
+    /// The largest table: 2^29 buckets of 32 bytes, 16 GiB.
+    pub const MAX_TABLE_BITS: u32 = 29;
+
     /// A solver with `2^table_bits` two-entry buckets (32 bytes each).
+    ///
+    /// # Panics
+    /// If the table cannot be had (see [`Solver::try_new`], for sizes users
+    /// choose).
     pub fn new(table_bits: u32) -> Solver {
-        Solver {
-            table: vec![[Entry::default(); 2]; 1 << table_bits],
-            scratch: Vec::new(),
-            nodes: 0,
-            node_limit: u64::MAX,
+        Solver::try_new(table_bits).unwrap_or_else(|e| panic!("Solver::new: {e}"))
+    }
+
+    /// A solver with `2^table_bits` two-entry buckets (32 bytes each), if
+    /// the table is within [`Solver::MAX_TABLE_BITS`] and the system grants
+    /// the memory.
+    ///
+    /// # Errors
+    /// [`TableError`]: too many bits, or no memory.
+    pub fn try_new(table_bits: u32) -> Result<Solver, TableError> {
+        if table_bits > Self::MAX_TABLE_BITS {
+            return Err(TableError::TooLarge(table_bits));
         }
+        let buckets = 1usize << table_bits;
+        let mut table = Vec::new();
+        table
+            .try_reserve_exact(buckets)
+            .map_err(|_| TableError::OutOfMemory((buckets * std::mem::size_of::<[Entry; 2]>()) as u64 >> 20))?;
+        table.resize(buckets, [Entry::default(); 2]);
+        Ok(Solver { table, scratch: Vec::new(), nodes: 0, node_limit: u64::MAX })
     }
 
     /// The value of `position` and all its winning moves.

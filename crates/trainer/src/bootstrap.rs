@@ -16,6 +16,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::TrainError;
 use crate::config::{BootstrapConfig, TrainingConfig};
 use crate::replay::{PackedSample, ReplayBuffer, StepPlan};
 use crate::selfplay::derive_seed;
@@ -43,6 +44,7 @@ pub struct BootstrapReport {
 pub fn label_positions(teacher: &PlayerSpec, config: &BootstrapConfig, sizes: &[Size], seed: u64) -> Vec<PackedSample> {
     let mut out = Vec::with_capacity(config.positions);
     let mut game = 0u64;
+    let mut round_start = 0;
     while out.len() < config.positions {
         let size = sizes[game as usize % sizes.len()];
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, 0, game, 5));
@@ -50,7 +52,7 @@ pub fn label_positions(teacher: &PlayerSpec, config: &BootstrapConfig, sizes: &[
         let limits = player.limits();
         let mut position = Position::start(size);
         while !position.is_over() && out.len() < config.positions {
-            let Some(choice) = player.choose(&position, &limits) else { break };
+            let Ok(Some(choice)) = player.choose(&position, &limits) else { break };
             let value = choice.value.unwrap_or(0.0).clamp(-1.0, 1.0);
             out.push(PackedSample::new(&position, [(choice.mv, 1)], value));
             let mv = if rng.random::<f64>() < config.random_move_probability {
@@ -62,11 +64,23 @@ pub fn label_positions(teacher: &PlayerSpec, config: &BootstrapConfig, sizes: &[
             position.play_unchecked(mv);
         }
         game += 1;
+        // A round of games, one per size, that labels nothing means the
+        // boards have no move at all: more games would not either.
+        if game as usize % sizes.len() == 0 {
+            if out.len() == round_start {
+                break;
+            }
+            round_start = out.len();
+        }
     }
     out
 }
 
 /// Trains `learner` on teacher-labelled positions; `None` if stopped.
+///
+/// # Errors
+/// The training diverged, or the teacher labelled no position.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     learner: &mut Learner,
     teacher: &PlayerSpec,
@@ -76,9 +90,12 @@ pub fn run(
     seed: u64,
     stop: &AtomicBool,
     on_step: &dyn Fn(u64),
-) -> Option<BootstrapReport> {
+) -> Result<Option<BootstrapReport>, TrainError> {
     let start = std::time::Instant::now();
     let samples = label_positions(teacher, config, sizes, seed);
+    if samples.is_empty() {
+        return Err(TrainError::Other(format!("bootstrap: the teacher {teacher} found no position to label")));
+    }
     let label_seconds = start.elapsed().as_secs_f64();
     let mut window = ReplayBuffer::new(samples.len());
     let positions = samples.len();
@@ -104,10 +121,10 @@ pub fn run(
             on_step(step + 1);
         },
     );
-    if !finished {
-        return None;
+    if !finished? {
+        return Ok(None);
     }
-    Some(BootstrapReport {
+    Ok(Some(BootstrapReport {
         positions,
         steps: config.steps,
         first_policy_loss: first,
@@ -115,5 +132,5 @@ pub fn run(
         last_value_loss: last_value,
         label_seconds,
         train_seconds: train_start.elapsed().as_secs_f64(),
-    })
+    }))
 }

@@ -13,6 +13,7 @@ use konane_nn::Backend;
 use konane_nn::NetConfig;
 use konane_nn::train::{OptimizerKind, OptimizerSettings};
 use konane_players::PlayerSpec;
+use konane_players::arena::max_threads;
 use konane_rules::Size;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -25,12 +26,12 @@ pub const QUICK_CONFIG: &str = include_str!("../../../configs/6x6-quick.toml");
 #[derive(Debug, Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A key is unknown, mistyped or out of range.
     #[error("{origin}: {key}: {reason}")]
@@ -442,6 +443,45 @@ impl Default for BootstrapConfig {
     }
 }
 
+/// Largest solver node budget a key may set (`selfplay.solver_nodes`,
+/// `replay.solved_openings_nodes`): hours of solving per position.
+pub const MAX_SOLVER_NODES: u64 = 10_000_000_000;
+
+/// A config number with a range: whole numbers and floats say their
+/// ranges in the words people use for each.
+trait Bounded: PartialOrd + std::fmt::Display {
+    const WHOLE: bool;
+}
+impl Bounded for u32 {
+    const WHOLE: bool = true;
+}
+impl Bounded for u64 {
+    const WHOLE: bool = true;
+}
+impl Bounded for usize {
+    const WHOLE: bool = true;
+}
+impl Bounded for f32 {
+    const WHOLE: bool = false;
+}
+impl Bounded for f64 {
+    const WHOLE: bool = false;
+}
+
+/// `Ok` if `value` is in `range` (a NaN is in none), else `(key, reason)`.
+fn check<T: Bounded>(key: &str, value: T, range: std::ops::RangeInclusive<T>) -> Result<(), (String, String)> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    let (start, end) = (range.start(), range.end());
+    let reason = if T::WHOLE {
+        format!("{value}: must be a whole number of at least {start} and at most {end}")
+    } else {
+        format!("{value}: must be in [{start}, {end}]")
+    };
+    Err((key.to_string(), reason))
+}
+
 /// The validated pieces of a config that other modules use.
 #[derive(Clone, Debug)]
 pub struct Resolved {
@@ -481,7 +521,7 @@ impl TrainConfig {
     /// As [`TrainConfig::parse`], or the file is unreadable.
     pub fn load(path: &Path) -> Result<TrainConfig, ConfigError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+            .map_err(|error| ConfigError::Io { path: path.display().to_string(), error })?;
         TrainConfig::parse(&text, &path.display().to_string())
     }
 
@@ -495,20 +535,33 @@ impl TrainConfig {
         toml::to_string_pretty(self).expect("a config serialises")
     }
 
-    /// Checks every range and parses sizes and player specs.
+    /// Checks every key against its range (the table in `docs/training.md`:
+    /// what the rules, a 24 GiB machine and the training loop allow) and
+    /// parses sizes and player specs.
     ///
     /// # Errors
     /// `(key, reason)` of the first problem.
     pub fn resolve(&self) -> Result<Resolved, (String, String)> {
         let fail = |key: &str, reason: String| Err((key.to_string(), reason));
-        if self.name.is_empty() || self.name.contains(['/', '\\']) {
-            return fail("name", "must be non-empty without slashes (it names the run directory)".into());
+        if self.name.is_empty()
+            || self.name.len() > 100
+            || self.name.contains(['/', '\\'])
+            || self.name.chars().any(char::is_control)
+            || self.name.starts_with('.')
+        {
+            return fail(
+                "name",
+                format!(
+                    "{:?}: 1 to 100 characters, no slashes or control characters, not starting with '.' \
+                     (it names the run directory)",
+                    self.name
+                ),
+            );
         }
-        if self.iterations == 0 {
-            return fail("iterations", "must be at least 1".into());
-        }
-        if self.sizes.is_empty() {
-            return fail("sizes", "name at least one board size, e.g. [\"6x6\"]".into());
+        check("iterations", self.iterations, 1..=1_000_000)?;
+        check("threads", self.threads, 0..=max_threads())?;
+        if self.sizes.is_empty() || self.sizes.len() > 64 {
+            return fail("sizes", "name at least one board size (at most 64), e.g. [\"6x6\"]".into());
         }
         let mut sizes = Vec::new();
         for text in &self.sizes {
@@ -518,105 +571,71 @@ impl TrainConfig {
                 Err(e) => return fail("sizes", format!("'{text}': {e}")),
             }
         }
-        let n = &self.network;
-        for (key, value) in [
-            ("network.blocks", n.blocks + 1),
-            ("network.channels", n.channels),
-            ("network.policy_channels", n.policy_channels),
-            ("network.value_channels", n.value_channels),
-            ("network.value_hidden", n.value_hidden),
-        ] {
-            if value == 0 {
-                return fail(key, "must be at least 1".into());
-            }
+        if let Err(e) = self.network.net_config().validate() {
+            return fail(&format!("network.{}", e.field), format!("{}: must be in {}..={}", e.value, e.start, e.end));
         }
         let s = &self.selfplay;
-        let positive = [
-            ("selfplay.games", s.games as u64),
-            ("selfplay.parallel_games", s.parallel_games as u64),
-            ("selfplay.simulations", s.simulations),
-            ("selfplay.leaves_per_game", s.leaves_per_game as u64),
-            ("selfplay.fast_simulations", s.fast_simulations),
-            ("selfplay.max_nodes", s.max_nodes as u64),
-            ("replay.window", self.replay.window as u64),
-            ("training.batch_size", self.training.batch_size as u64),
-            ("training.lr_step_every", self.training.lr_step_every),
-            ("evaluation.simulations", self.evaluation.simulations),
-            ("evaluation.every", self.evaluation.every),
-        ];
-        for (key, value) in positive {
-            if value == 0 {
-                return fail(key, "must be at least 1".into());
-            }
-        }
-        if s.max_nodes < 1000 {
-            return fail("selfplay.max_nodes", "must be at least 1000".into());
-        }
-        for (key, value) in
-            [("selfplay.temperature", s.temperature), ("selfplay.final_temperature", s.final_temperature)]
-        {
-            if !(value.is_finite() && value >= 0.0) {
-                return fail(key, format!("{value}: must be a number >= 0"));
-            }
-        }
-        if !(s.c_puct.is_finite() && s.c_puct >= 0.0) {
-            return fail("selfplay.c_puct", format!("{}: must be >= 0", s.c_puct));
-        }
-        if !s.fpu_reduction.is_finite() {
-            return fail("selfplay.fpu_reduction", "must be a finite number".into());
-        }
-        if !(0.0..=1.0).contains(&s.dirichlet_epsilon) {
-            return fail("selfplay.dirichlet_epsilon", format!("{}: must be in [0, 1]", s.dirichlet_epsilon));
-        }
-        if !(s.dirichlet_alpha.is_finite() && s.dirichlet_alpha > 0.0) {
-            return fail("selfplay.dirichlet_alpha", format!("{}: must be > 0", s.dirichlet_alpha));
-        }
+        check("selfplay.games", s.games, 1..=1_000_000)?;
+        check("selfplay.parallel_games", s.parallel_games, 1..=4096)?;
+        check("selfplay.simulations", s.simulations, 1..=1_000_000)?;
+        check("selfplay.leaves_per_game", s.leaves_per_game, SearchConfig::BATCH_SIZE)?;
+        check("selfplay.c_puct", s.c_puct, SearchConfig::C_PUCT)?;
+        check("selfplay.fpu_reduction", s.fpu_reduction, SearchConfig::FPU_REDUCTION)?;
+        check("selfplay.temperature", s.temperature, 0.0..=100.0)?;
+        check("selfplay.final_temperature", s.final_temperature, 0.0..=100.0)?;
+        check("selfplay.dirichlet_alpha", s.dirichlet_alpha, SearchConfig::DIRICHLET_ALPHA)?;
+        check("selfplay.dirichlet_epsilon", s.dirichlet_epsilon, SearchConfig::DIRICHLET_EPSILON)?;
+        // A game's tree needs room for a few moves' children.
+        check("selfplay.max_nodes", s.max_nodes, 1000..=*SearchConfig::MAX_NODES.end())?;
         if !(s.full_search_probability > 0.0 && s.full_search_probability <= 1.0) {
             return fail(
                 "selfplay.full_search_probability",
                 format!("{}: must be in (0, 1] (1 turns playout-cap randomisation off)", s.full_search_probability),
             );
         }
+        check("selfplay.fast_simulations", s.fast_simulations, 1..=1_000_000)?;
+        check("selfplay.solver_max_stones", s.solver_max_stones, SearchConfig::SOLVE_MAX_STONES)?;
+        check("selfplay.solver_nodes", s.solver_nodes, 1..=MAX_SOLVER_NODES)?;
         if !(0.0..1.0).contains(&s.random_move_probability) {
             return fail(
                 "selfplay.random_move_probability",
                 format!("{}: must be in [0, 1) (0 turns random moves off)", s.random_move_probability),
             );
         }
-        if !(0.0..1.0).contains(&self.replay.solved_openings_share) {
-            return fail(
-                "replay.solved_openings_share",
-                format!("{}: must be in [0, 1)", self.replay.solved_openings_share),
-            );
+        check("selfplay.random_opening_plies", s.random_opening_plies, 0..=400)?;
+        let r = &self.replay;
+        check("replay.window", r.window, 1..=10_000_000)?;
+        if r.min_samples > r.window {
+            return fail("replay.min_samples", format!("{} exceeds replay.window", r.min_samples));
         }
-        if self.replay.solved_openings_plies > 16 {
+        if !(0.0..1.0).contains(&r.solved_openings_share) {
+            return fail("replay.solved_openings_share", format!("{}: must be in [0, 1)", r.solved_openings_share));
+        }
+        if r.solved_openings_plies > 16 {
             return fail(
                 "replay.solved_openings_plies",
-                format!("{}: at most 16 (the opening tree grows tenfold per ply)", self.replay.solved_openings_plies),
+                format!("{}: at most 16 (the opening tree grows tenfold per ply)", r.solved_openings_plies),
             );
         }
-        if self.replay.solved_openings_nodes == 0 {
-            return fail("replay.solved_openings_nodes", "must be at least 1".into());
-        }
-        if self.replay.min_samples > self.replay.window {
-            return fail("replay.min_samples", format!("{} exceeds replay.window", self.replay.min_samples));
-        }
+        check("replay.solved_openings_nodes", r.solved_openings_nodes, 1..=MAX_SOLVER_NODES)?;
         let t = &self.training;
+        check("training.batch_size", t.batch_size, 1..=8192)?;
+        check("training.steps", t.steps, 0..=1_000_000)?;
         for (key, value) in [("training.lr", t.lr), ("training.lr_final", t.lr_final)] {
-            if !(value.is_finite() && value > 0.0) {
-                return fail(key, format!("{value}: must be > 0"));
+            if !(value > 0.0 && value <= 10.0) {
+                return fail(key, format!("{value}: must be > 0 and at most 10"));
             }
         }
-        if !(t.lr_step_factor.is_finite() && t.lr_step_factor > 0.0 && t.lr_step_factor <= 1.0) {
+        check("training.lr_step_every", t.lr_step_every, 1..=1_000_000_000)?;
+        if !(t.lr_step_factor > 0.0 && t.lr_step_factor <= 1.0) {
             return fail("training.lr_step_factor", format!("{}: must be in (0, 1]", t.lr_step_factor));
         }
-        if !(t.weight_decay.is_finite() && t.weight_decay >= 0.0) {
-            return fail("training.weight_decay", format!("{}: must be >= 0", t.weight_decay));
-        }
-        if !(t.value_weight.is_finite() && t.value_weight >= 0.0) {
-            return fail("training.value_weight", format!("{}: must be >= 0", t.value_weight));
-        }
+        check("training.weight_decay", t.weight_decay, 0.0..=1.0)?;
+        check("training.value_weight", t.value_weight, 0.0..=100.0)?;
         let e = &self.evaluation;
+        if e.opponents.len() > 16 {
+            return fail("evaluation.opponents", format!("{} opponents: at most 16", e.opponents.len()));
+        }
         let mut opponents = Vec::new();
         for (i, text) in e.opponents.iter().enumerate() {
             match text.parse::<PlayerSpec>() {
@@ -630,9 +649,11 @@ impl TrainConfig {
                 Err(err) => return fail("evaluation.opponents", format!("entry {}: {}", i + 1, err.reason)),
             }
         }
-        if !(0.0..=1.0).contains(&e.gating_threshold) {
-            return fail("evaluation.gating_threshold", format!("{}: must be in [0, 1]", e.gating_threshold));
-        }
+        check("evaluation.games", e.games, 0..=100_000)?;
+        check("evaluation.previous_games", e.previous_games, 0..=100_000)?;
+        check("evaluation.simulations", e.simulations, 1..=1_000_000)?;
+        check("evaluation.every", e.every, 1..=1_000_000)?;
+        check("evaluation.gating_threshold", e.gating_threshold, 0.0..=1.0)?;
         if e.gating && e.previous_games == 0 {
             return fail("evaluation.previous_games", "gating needs games against the previous network".into());
         }
@@ -642,25 +663,23 @@ impl TrainConfig {
                 "must be at least 2 (a damaged latest checkpoint needs a predecessor)".into(),
             );
         }
+        check("checkpoint.keep_last", self.checkpoint.keep_last, 2..=1000)?;
+        check("checkpoint.keep_every", self.checkpoint.keep_every, 0..=1_000_000)?;
         let teacher = match &self.bootstrap {
             None => None,
             Some(b) => {
                 let spec =
                     b.teacher.parse::<PlayerSpec>().map_err(|err| ("bootstrap.teacher".to_string(), err.reason))?;
-                if spec.build(0).is_none() {
+                if matches!(spec.kind, konane_players::spec::PlayerKind::Net { .. }) {
                     return fail("bootstrap.teacher", "the teacher must be a baseline player (not net:)".into());
                 }
-                if b.positions == 0 {
-                    return fail("bootstrap.positions", "must be at least 1".into());
-                }
-                if !(0.0..=1.0).contains(&b.random_move_probability) {
-                    return fail("bootstrap.random_move_probability", "must be in [0, 1]".into());
-                }
+                check("bootstrap.positions", b.positions, 1..=10_000_000)?;
+                check("bootstrap.steps", b.steps, 0..=1_000_000)?;
+                check("bootstrap.random_move_probability", b.random_move_probability, 0.0..=1.0)?;
                 Some(spec)
             }
         };
-        let threads =
-            if self.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { self.threads };
+        let threads = if self.threads == 0 { konane_players::arena::cores() } else { self.threads };
         Ok(Resolved { sizes, opponents, teacher, threads })
     }
 

@@ -25,7 +25,7 @@ pub fn net_factory(net: &Net, backend: Backend, simulations: u64, search: Search
 /// Plays a match and scores it for `a`.
 ///
 /// # Errors
-/// The arena's thread pool could not be built.
+/// The arena's thread pool could not be built, or a player's search failed.
 pub fn play(
     a: &dyn PlayerFactory,
     b: &dyn PlayerFactory,
@@ -36,7 +36,8 @@ pub fn play(
     on_game: &(dyn Fn(&GameResult) + Sync),
 ) -> Result<MatchResult, TrainError> {
     let config = MatchConfig { size, games, threads, seed };
-    let results = arena::play_match(a, b, &config, on_game).map_err(|e| TrainError::Other(e.to_string()))?;
+    let results =
+        arena::play_match(a, b, &config, on_game).map_err(|error| TrainError::Match { opponent: b.label(), error })?;
     let summary = MatchSummary::new(a.label(), b.label(), size, &results);
     if let Some((_, fault)) = summary.faults.first() {
         tracing::warn!(a = %summary.a, b = %summary.b, faults = summary.faults.len(), first = %fault.reason, "unscored games");

@@ -48,22 +48,55 @@ pub enum TrainError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// A file or directory could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A network or optimizer file could not be read or written.
     #[error(transparent)]
     Checkpoint(#[from] konane_nn::CheckpointError),
+    /// An evaluation opponent or teacher could not be built.
+    #[error(transparent)]
+    Player(#[from] konane_nn::player::FactoryError),
+    /// A run file could not be written.
+    #[error(transparent)]
+    Write(#[from] konane_files::WriteError),
     /// A run file is damaged or foreign.
     #[error("{path}: {reason}")]
     Damaged {
         /// The file.
         path: PathBuf,
         /// What is wrong.
+        reason: String,
+    },
+    /// A new run in a directory that already holds one.
+    #[error("{} already holds a run: continue it with --resume {0}, or choose another --run-dir", dir.display())]
+    RunExists {
+        /// The run directory.
+        dir: PathBuf,
+    },
+    /// `--init-from` a network of another shape than the config's.
+    #[error(
+        "{}: the network is {found} but the config's [network] asks for {wanted}; set [network] to the file's shape",
+        file.display()
+    )]
+    InitShape {
+        /// The network file.
+        file: PathBuf,
+        /// Its shape.
+        found: String,
+        /// The config's.
+        wanted: String,
+    },
+    /// `--override` of a key whose change a resumed run cannot honour.
+    #[error("{key} cannot change when a run resumes: {reason}")]
+    FixedKey {
+        /// The key.
+        key: String,
+        /// Why.
         reason: String,
     },
     /// `--resume` with a config that differs from the run's.
@@ -84,6 +117,39 @@ pub enum TrainError {
         /// Why each candidate was rejected, one per line.
         reasons: String,
     },
+    /// A loss or a weight stopped being a finite number; the run stopped
+    /// before writing anything of the step, so its last checkpoint is the
+    /// last good network.
+    #[error(
+        "training diverged {at}: {what}; nothing of it was saved, the run's LATEST checkpoint is the last good \
+         one (lower training.lr and resume with --override training.lr)"
+    )]
+    Diverged {
+        /// Where (`in iteration 3, step 17`).
+        at: String,
+        /// What (`policy loss NaN`).
+        what: String,
+    },
+    /// A run file would hold a number that is not finite (NaN or an
+    /// infinity, which JSON cannot hold); it was not written.
+    #[error("{}: {field} is not a finite number; the file was not written", path.display())]
+    NonFinite {
+        /// The file.
+        path: PathBuf,
+        /// The field (`metrics[3].policy_loss`).
+        field: String,
+    },
+    /// A network evaluation failed in self-play.
+    #[error("self-play: {0}")]
+    Evaluation(konane_mcts::EvalError),
+    /// An evaluation match could not be played.
+    #[error("evaluation against {opponent}: {error}")]
+    Match {
+        /// The opponent.
+        opponent: String,
+        /// What stopped the match.
+        error: konane_players::arena::MatchError,
+    },
     /// Anything else (thread pools, plotting).
     #[error("{0}")]
     Other(String),
@@ -91,7 +157,13 @@ pub enum TrainError {
 
 impl TrainError {
     /// An I/O error about `path`.
-    pub fn io(path: &Path, source: std::io::Error) -> TrainError {
-        TrainError::Io { path: path.to_path_buf(), source }
+    pub fn io(path: &Path, error: std::io::Error) -> TrainError {
+        TrainError::Io { path: path.to_path_buf(), error }
+    }
+}
+
+impl From<konane_mcts::EvalError> for TrainError {
+    fn from(error: konane_mcts::EvalError) -> TrainError {
+        TrainError::Evaluation(error)
     }
 }

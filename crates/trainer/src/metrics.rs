@@ -5,9 +5,25 @@
 
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
+
+/// `value` as one line of JSON for the file `path`, checked to read back:
+/// serde_json writes a NaN or an infinity as `null`, which would make the
+/// file unreadable as `T`, so such a value is refused naming its field.
+///
+/// # Errors
+/// [`TrainError::NonFinite`] naming the first such field.
+pub fn to_json_checked<T: Serialize + DeserializeOwned>(value: &T, path: &Path) -> Result<String, TrainError> {
+    let json = serde_json::to_string(value).expect("run records serialise");
+    let mut reader = serde_json::Deserializer::from_str(&json);
+    match serde_path_to_error::deserialize::<_, T>(&mut reader) {
+        Ok(_) => Ok(json),
+        Err(e) => Err(TrainError::NonFinite { path: path.to_path_buf(), field: e.path().to_string() }),
+    }
+}
 
 /// One evaluation match.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -161,7 +177,7 @@ pub struct IterationMetrics {
 /// I/O failure.
 pub fn append(path: &Path, metrics: &IterationMetrics) -> Result<(), TrainError> {
     use std::io::Write;
-    let mut line = serde_json::to_string(metrics).expect("metrics serialise");
+    let mut line = to_json_checked(metrics, path)?;
     line.push('\n');
     let mut file =
         std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| TrainError::io(path, e))?;
@@ -176,10 +192,10 @@ pub fn append(path: &Path, metrics: &IterationMetrics) -> Result<(), TrainError>
 pub fn rewrite(path: &Path, all: &[IterationMetrics]) -> Result<(), TrainError> {
     let mut text = String::new();
     for m in all {
-        text.push_str(&serde_json::to_string(m).expect("metrics serialise"));
+        text.push_str(&to_json_checked(m, path)?);
         text.push('\n');
     }
-    konane_nn::checkpoint::write_atomically(path, text.as_bytes())?;
+    konane_files::write_atomically(path, text.as_bytes())?;
     Ok(())
 }
 

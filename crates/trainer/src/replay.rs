@@ -27,6 +27,9 @@ use rand::{Rng, RngExt};
 use crate::TrainError;
 
 const MAGIC: &[u8] = b"KONANE-REPLAY\n";
+/// The smallest sample: size and side (3 bytes), one byte of cells, a
+/// move count and a value.
+const MIN_SAMPLE_BYTES: usize = 3 + 1 + 2 + 4;
 /// Version of the replay file layout.
 pub const REPLAY_VERSION: u32 = 1;
 
@@ -135,7 +138,7 @@ impl PackedSample {
         }
         let cells: Box<[u8]> = reader.bytes((2 * size.cells()).div_ceil(8))?.into();
         let moves = reader.u16()? as usize;
-        let mut visits = Vec::with_capacity(moves);
+        let mut visits = Vec::with_capacity(moves.min(reader.remaining() / 4));
         for _ in 0..moves {
             let index = reader.u16()?;
             if index as usize >= policy_len(size) || index_move(size, index as usize).is_none() {
@@ -157,6 +160,9 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.at)
+    }
     fn bytes(&mut self, n: usize) -> Result<&[u8], String> {
         let slice = self.bytes.get(self.at..self.at + n).ok_or("truncated")?;
         self.at += n;
@@ -246,7 +252,11 @@ impl ReplayBuffer {
     /// Gradient steps on batches drawn from the window: the loop the
     /// bootstrap and every iteration share. `lr(k)` is the learning rate of
     /// step `k` (0-based); `on_step(k, batch_len, losses)` sees each step.
-    /// False if `plan.stop` was raised before all steps were done.
+    /// `Ok(false)` if `plan.stop` was raised before all steps were done.
+    ///
+    /// # Errors
+    /// [`TrainError::Diverged`] at the first step whose losses are not
+    /// finite (`on_step` does not see it).
     pub fn train<R: Rng + ?Sized>(
         &self,
         learner: &mut Learner,
@@ -254,16 +264,28 @@ impl ReplayBuffer {
         rng: &mut R,
         lr: impl Fn(u64) -> f64,
         mut on_step: impl FnMut(u64, usize, &Losses),
-    ) -> bool {
+    ) -> Result<bool, TrainError> {
         for k in 0..plan.steps {
             if plan.stop.load(Ordering::Relaxed) {
-                return false;
+                return Ok(false);
             }
             let batch = self.sample_batch_with(plan.batch_size, plan.augment, plan.book, rng);
             let losses = learner.step(&batch, lr(k));
+            let named = [
+                ("policy loss", losses.policy),
+                ("value loss", losses.value),
+                ("policy entropy", losses.policy_entropy),
+                ("target entropy", losses.target_entropy),
+            ];
+            if let Some((name, value)) = named.iter().find(|(_, v)| !v.is_finite()) {
+                return Err(TrainError::Diverged {
+                    at: format!("at step {} of {}", k + 1, plan.steps),
+                    what: format!("{name} {value}"),
+                });
+            }
             on_step(k, batch.len(), &losses);
         }
-        true
+        Ok(true)
     }
 
     /// A training batch of up to `batch_size` samples drawn uniformly (with
@@ -362,10 +384,20 @@ impl ReplayBuffer {
         if version != REPLAY_VERSION {
             return Err(format!("replay format version {version}, this build reads {REPLAY_VERSION}"));
         }
-        let count = u64::from_le_bytes(reader.bytes(8)?.try_into().unwrap()) as usize;
-        let mut samples = VecDeque::with_capacity(count.min(1 << 24));
+        let count = u64::from_le_bytes(reader.bytes(8)?.try_into().unwrap());
+        // Every sample takes at least MIN_SAMPLE_BYTES: a count the file
+        // cannot hold is refused before anything is allocated for it.
+        let room = (body.len() - reader.at) / MIN_SAMPLE_BYTES;
+        if count > room as u64 {
+            return Err(format!("claims {count} samples, room for at most {room}"));
+        }
+        let count = count as usize;
+        let mut samples = VecDeque::with_capacity(count.min(capacity));
         for i in 0..count {
             samples.push_back(PackedSample::read(&mut reader).map_err(|e| format!("sample {i}: {e}"))?);
+            if samples.len() > capacity {
+                samples.pop_front();
+            }
         }
         if reader.at != body.len() {
             return Err("trailing bytes after the last sample".into());
@@ -380,7 +412,7 @@ impl ReplayBuffer {
     /// # Errors
     /// I/O failure.
     pub fn save(&self, path: &Path) -> Result<(), TrainError> {
-        konane_nn::checkpoint::write_atomically(path, &self.to_bytes())?;
+        konane_files::write_atomically(path, &self.to_bytes())?;
         Ok(())
     }
 

@@ -159,9 +159,9 @@ pub fn commit_checkpoint(run: &Path, partial: &Path, state: &mut RunState) -> Re
         }
     }
     state.format = STATE_VERSION;
-    let json = serde_json::to_string(state).expect("state serialises");
+    let json = crate::metrics::to_json_checked(state, &partial.join(STATE_FILE))?;
     let text = format!("{json}\ncrc32 {:08x}\n", crc32fast::hash(json.as_bytes()));
-    checkpoint::write_atomically(&partial.join(STATE_FILE), text.as_bytes())?;
+    konane_files::write_atomically(&partial.join(STATE_FILE), text.as_bytes())?;
     // Make the files durable before the rename publishes them.
     for name in state.files.keys() {
         let path = partial.join(name);
@@ -246,6 +246,13 @@ pub fn read_state(dir: &Path) -> Result<RunState, TrainError> {
     Ok(state)
 }
 
+/// Whether the run in `run` has never committed a checkpoint: no `LATEST`
+/// and no checkpoint directory (an unfinished `.partial` one aside). Such a
+/// run holds nothing a restart could lose.
+pub fn has_no_checkpoint(run: &Path) -> bool {
+    !run.join(LATEST).exists() && list_checkpoints(run).is_empty()
+}
+
 /// Iterations of the complete-looking checkpoint directories, newest first.
 pub fn list_checkpoints(run: &Path) -> Vec<u64> {
     let mut found: Vec<u64> = fs::read_dir(run.join("checkpoints"))
@@ -258,30 +265,62 @@ pub fn list_checkpoints(run: &Path) -> Vec<u64> {
     found
 }
 
+/// The checkpoint `LATEST` names: its number, if the pointer has the one
+/// form this module writes, `checkpoints/iter-NNNNNN/net.knet`.
+///
+/// # Errors
+/// A missing or unreadable pointer, or one naming anything else (a file
+/// outside the run, another run's checkpoint).
+pub fn latest_number(run: &Path) -> Result<u64, TrainError> {
+    let pointer = run.join(LATEST);
+    let target = checkpoint::read_pointer(&pointer)?;
+    let parts: Vec<&str> = target.iter().filter_map(|part| part.to_str()).collect();
+    match parts[..] {
+        ["checkpoints", dir, NET_FILE] => match dir.strip_prefix("iter-").and_then(|n| n.parse().ok()) {
+            Some(number) if dir == format!("iter-{number:06}") => Ok(number),
+            _ => Err(TrainError::Damaged {
+                path: pointer,
+                reason: format!("names {}, which is no checkpoint of the run", target.display()),
+            }),
+        },
+        _ => Err(TrainError::Damaged {
+            path: pointer,
+            reason: format!("names {}, not checkpoints/iter-NNNNNN/{NET_FILE}", target.display()),
+        }),
+    }
+}
+
 /// The newest intact checkpoint: the one `LATEST` names if it verifies,
 /// else the newest that does. Returns its directory, state and the reasons
-/// others were skipped.
+/// others were skipped. Only the run's own checkpoint directories are ever
+/// candidates, and a checkpoint's state must carry its directory's number.
 ///
 /// # Errors
 /// No checkpoint verifies.
 pub fn find_latest(run: &Path) -> Result<(PathBuf, RunState, Vec<String>), TrainError> {
     let mut skipped = Vec::new();
     let mut candidates = Vec::new();
-    match checkpoint::resolve(run) {
-        Ok(net) => candidates.push(net.parent().map(Path::to_path_buf).unwrap_or_default()),
+    match latest_number(run) {
+        Ok(number) => candidates.push(number),
         Err(e) => skipped.push(format!("LATEST: {e}")),
     }
-    candidates.extend(list_checkpoints(run).into_iter().map(|i| checkpoint_dir(run, i)));
+    candidates.extend(list_checkpoints(run));
     let mut tried = Vec::new();
-    for dir in candidates {
-        if tried.contains(&dir) {
+    for number in candidates {
+        if tried.contains(&number) {
             continue;
         }
+        tried.push(number);
+        let dir = checkpoint_dir(run, number);
         match verify_checkpoint(&dir) {
-            Ok(state) => return Ok((dir, state, skipped)),
+            Ok(state) if state.checkpoint_number() == number => return Ok((dir, state, skipped)),
+            Ok(state) => skipped.push(format!(
+                "{}: its state is of checkpoint {}, not {number} (copied from elsewhere?)",
+                dir.display(),
+                state.checkpoint_number()
+            )),
             Err(e) => skipped.push(format!("{}: {e}", dir.display())),
         }
-        tried.push(dir);
     }
     Err(TrainError::NoCheckpoint { dir: run.to_path_buf(), reasons: skipped.join("\n") })
 }
@@ -320,6 +359,5 @@ pub fn drop_newer(run: &Path, iteration: u64) -> Result<(), TrainError> {
 
 /// `LATEST` of a run, as the checkpoint directory it points into.
 pub fn latest_dir(run: &Path) -> Option<PathBuf> {
-    let target = fs::read_to_string(run.join(LATEST)).ok()?;
-    Path::new(target.trim()).parent().map(|p| run.join(p))
+    latest_number(run).ok().map(|number| checkpoint_dir(run, number))
 }

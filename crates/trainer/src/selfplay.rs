@@ -20,7 +20,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use konane_mcts::{Evaluator, Search};
+use konane_mcts::{EvalError, Evaluator, Search};
 use konane_nn::{Backend, Net, NetEvaluator};
 use konane_rules::{Color, Move, Position, Size, Solver};
 use rand::{RngExt, SeedableRng};
@@ -177,23 +177,36 @@ pub struct SelfPlayJob<'a> {
     pub on_game: &'a (dyn Fn(&GameOutput) + Sync),
 }
 
-/// Plays `config.games` games; `None` if `stop` was raised first. Games come
-/// back in index order.
+/// Finished games and their totals, or `None` if stopped first.
+pub type SelfPlayOutcome = Option<(Vec<GameOutput>, SelfPlayStats)>;
+
+/// Plays `config.games` games; `Ok(None)` if `stop` was raised first. Games
+/// come back in index order.
+///
+/// # Errors
+/// The network's outputs were not finite (the other workers stop at their
+/// next batch).
 ///
 /// # Panics
 /// If a worker thread panics.
-pub fn play_games(job: &SelfPlayJob<'_>) -> Option<(Vec<GameOutput>, SelfPlayStats)> {
+pub fn play_games(job: &SelfPlayJob<'_>) -> Result<SelfPlayOutcome, EvalError> {
     let threads = job.threads.clamp(1, job.config.games.max(1));
-    let results: Vec<Option<(Vec<GameOutput>, SelfPlayStats)>> = std::thread::scope(|scope| {
+    // Raised by a worker that failed, so the others stop too.
+    let failed = AtomicBool::new(false);
+    let results: Vec<Result<SelfPlayOutcome, EvalError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|worker| {
-                let net = job.net.clone();
+                let (net, failed) = (job.net.clone(), &failed);
                 scope.spawn(move || {
                     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
                     pool.install(|| {
-                        let evaluator = NetEvaluator::for_backend(&net, job.backend);
+                        let evaluator = NetEvaluator::for_backend(&net, job.backend).with_name("the self-play network");
                         let games: Vec<usize> = (worker..job.config.games).step_by(threads).collect();
-                        Worker::new(job, evaluator).run(&games)
+                        let outcome = Worker::new(job, evaluator, failed).run(&games);
+                        if outcome.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                        }
+                        outcome
                     })
                 })
             })
@@ -202,13 +215,21 @@ pub fn play_games(job: &SelfPlayJob<'_>) -> Option<(Vec<GameOutput>, SelfPlaySta
     });
     let mut games = Vec::new();
     let mut stats = SelfPlayStats::default();
+    let mut stopped = false;
     for result in results {
-        let (worker_games, worker_stats) = result?;
-        games.extend(worker_games);
-        stats.add(&worker_stats);
+        match result? {
+            Some((worker_games, worker_stats)) => {
+                games.extend(worker_games);
+                stats.add(&worker_stats);
+            }
+            None => stopped = true,
+        }
+    }
+    if stopped {
+        return Ok(None);
     }
     games.sort_by_key(|g| g.index);
-    Some((games, stats))
+    Ok(Some((games, stats)))
 }
 
 /// A game in progress.
@@ -233,12 +254,14 @@ struct Worker<'a> {
     evaluator: NetEvaluator,
     solver: Option<Solver>,
     stats: SelfPlayStats,
+    /// Another worker failed: stop as if stopped.
+    failed: &'a AtomicBool,
 }
 
 impl<'a> Worker<'a> {
-    fn new(job: &'a SelfPlayJob<'a>, evaluator: NetEvaluator) -> Worker<'a> {
+    fn new(job: &'a SelfPlayJob<'a>, evaluator: NetEvaluator, failed: &'a AtomicBool) -> Worker<'a> {
         let solver = (job.config.solver_max_stones > 0).then(|| Solver::new(16));
-        Worker { job, evaluator, solver, stats: SelfPlayStats::default() }
+        Worker { job, evaluator, solver, stats: SelfPlayStats::default(), failed }
     }
 
     fn start(&self, index: usize) -> Game {
@@ -262,7 +285,7 @@ impl<'a> Worker<'a> {
         game.budget = if game.full { config.simulations } else { config.fast_simulations.min(config.simulations) };
     }
 
-    fn run(mut self, indices: &[usize]) -> Option<(Vec<GameOutput>, SelfPlayStats)> {
+    fn run(mut self, indices: &[usize]) -> Result<SelfPlayOutcome, EvalError> {
         let config = self.job.config;
         let mut queue = indices.iter().copied();
         let mut active: Vec<Game> = Vec::with_capacity(config.parallel_games);
@@ -278,8 +301,8 @@ impl<'a> Worker<'a> {
             if active.is_empty() {
                 break;
             }
-            if self.job.stop.load(Ordering::Relaxed) {
-                return None;
+            if self.job.stop.load(Ordering::Relaxed) || self.failed.load(Ordering::Relaxed) {
+                return Ok(None);
             }
             positions.clear();
             for game in &mut active {
@@ -290,7 +313,7 @@ impl<'a> Worker<'a> {
             if !positions.is_empty() {
                 values.clear();
                 priors.clear();
-                self.evaluator.evaluate(&positions, &mut values, &mut priors);
+                self.evaluator.evaluate(&positions, &mut values, &mut priors)?;
                 let (mut v, mut p) = (0, 0);
                 for game in &mut active {
                     let n = game.gathered;
@@ -298,11 +321,18 @@ impl<'a> Worker<'a> {
                         continue;
                     }
                     let moves: usize = positions[v..v + n].iter().map(|q| q.count_moves() as usize).sum();
-                    game.search.apply(&values[v..v + n], &priors[p..p + moves]);
+                    let layout = |what, expected, got| EvalError::Layout {
+                        evaluator: "the self-play network".into(),
+                        what,
+                        expected,
+                        got,
+                    };
+                    let game_values = values.get(v..v + n).ok_or(layout("values", v + n, values.len()))?;
+                    let game_priors = priors.get(p..p + moves).ok_or(layout("priors", p + moves, priors.len()))?;
+                    game.search.apply(game_values, game_priors)?;
                     v += n;
                     p += moves;
                 }
-                debug_assert_eq!((v, p), (values.len(), priors.len()));
             }
             let mut i = 0;
             while i < active.len() {
@@ -319,7 +349,7 @@ impl<'a> Worker<'a> {
         let (batches, evaluations) = self.evaluator.counts();
         self.stats.batches = batches;
         self.stats.evaluations = evaluations;
-        Some((finished, self.stats))
+        Ok(Some((finished, self.stats)))
     }
 
     /// Plays the searched move; returns whether the game is over.
@@ -440,7 +470,7 @@ mod tests {
             stop: &stop,
             on_game: &|_| {},
         };
-        play_games(&job).expect("not stopped")
+        play_games(&job).unwrap().expect("not stopped")
     }
 
     #[test]

@@ -87,8 +87,9 @@ pub struct TrainOutcome {
     pub iterations: u64,
     /// Whether it was stopped before its last iteration.
     pub stopped: bool,
-    /// The latest network file.
-    pub net: PathBuf,
+    /// The latest network file (`None` if stopped before the run's first
+    /// checkpoint: a resume then starts the run again).
+    pub net: Option<PathBuf>,
     /// Metrics of the last completed iteration.
     pub last: Option<IterationMetrics>,
     /// Seconds this invocation ran.
@@ -156,9 +157,26 @@ fn pool(threads: usize) -> Result<rayon::ThreadPool, TrainError> {
 /// checkpoint to resume from, or I/O failure.
 pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
     let started = Instant::now();
-    let mut lp = match &options.resume {
+    let begun = match &options.resume {
         Some(dir) => resume(&options, dir)?,
-        None => start(&options)?,
+        None => start(&options, None)?,
+    };
+    let mut lp = match begun {
+        Begun::Running(lp) => *lp,
+        Begun::StoppedBeforeCheckpoint(run_dir) => {
+            tracing::warn!(
+                "stopped before the first checkpoint: `konane train --resume {}` starts the run again",
+                run_dir.display()
+            );
+            return Ok(TrainOutcome {
+                run_dir,
+                iterations: 0,
+                stopped: true,
+                net: None,
+                last: None,
+                seconds: started.elapsed().as_secs_f64(),
+            });
+        }
     };
     let first = lp.state.iteration + 1;
     let last = lp.config.iterations;
@@ -202,7 +220,7 @@ pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
         run_dir: lp.run_dir.clone(),
         iterations: lp.state.iteration,
         stopped,
-        net,
+        net: Some(net),
         last: lp.state.metrics.last().cloned(),
         seconds: started.elapsed().as_secs_f64(),
     })
@@ -238,31 +256,48 @@ fn write_config(run_dir: &Path, config: &TrainConfig) -> Result<(), TrainError> 
         "# The config of this run (konane train --resume refuses changes to it\n# unless --override names the keys).\n{}",
         config.to_toml()
     );
-    checkpoint::write_atomically(&run_dir.join("config.toml"), text.as_bytes())?;
+    konane_files::write_atomically(&run_dir.join("config.toml"), text.as_bytes())?;
     Ok(())
 }
 
+/// How starting or resuming a run ended.
+enum Begun {
+    /// Ready to run its iterations.
+    Running(Box<Loop>),
+    /// Stopped (Ctrl-C) before its first checkpoint, in this directory.
+    StoppedBeforeCheckpoint(PathBuf),
+}
+
 /// A new run: directory, fresh network, anchor ratings, optional bootstrap,
-/// and checkpoint 0.
-fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
-    let mut config = options.config.clone().unwrap_or_else(TrainConfig::quick);
+/// and checkpoint 0. `restart` is a run directory that holds a config but
+/// no checkpoint (a start that stopped early), to start again with that
+/// config.
+fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Result<Begun, TrainError> {
+    let (mut config, run_dir) = match restart {
+        Some((dir, config)) => (config, dir.to_path_buf()),
+        None => {
+            let config = options.config.clone().unwrap_or_else(TrainConfig::quick);
+            let dir = match &options.run_dir {
+                Some(dir) => dir.clone(),
+                None => options.runs_root.join(format!("{}-{}", config.name, timestamp())),
+            };
+            if dir.join("config.toml").exists() {
+                return Err(TrainError::RunExists { dir });
+            }
+            (config, dir)
+        }
+    };
     if let Some(n) = options.iterations {
         config.iterations = n;
     }
     let resolved = resolve_config(&config, "config")?;
-    let run_dir = match &options.run_dir {
-        Some(dir) => dir.clone(),
-        None => options.runs_root.join(format!("{}-{}", config.name, timestamp())),
-    };
-    if run_dir.join("config.toml").exists() {
-        return Err(TrainError::Other(format!(
-            "{} already holds a run: continue it with --resume {0}, or choose another --run-dir",
-            run_dir.display()
-        )));
-    }
     let device = config.backend.device();
-    // A network to start from is checked before anything is written.
+    // Everything that could fail later is checked before anything is
+    // written: the network to start from and the evaluation opponents
+    // (their network files), so a run directory never holds a config that
+    // neither a fresh start nor a resume accepts.
     let from_file = options.init_from.as_deref().map(|path| initial_net(path, &config, &device)).transpose()?;
+    let opponents = player_factories(&resolved.opponents, config.backend)?;
     fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
     write_config(&run_dir, &config)?;
     tracing::info!(run = %run_dir.display(), init_from = ?options.init_from, "new run");
@@ -284,7 +319,6 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
     let mut state =
         RunState { init_from: options.init_from.as_ref().map(|p| p.display().to_string()), ..RunState::default() };
     let eval_size = resolved.sizes[0];
-    let opponents = player_factories(&resolved.opponents, config.backend)?;
     if resolved.opponents.len() > 1 {
         let started = Instant::now();
         state.anchors = evaluation::rate_anchors(
@@ -315,17 +349,19 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
         run_dir,
         config,
     };
-    lp.load_book()?;
+    if !lp.load_book()? {
+        return Ok(Begun::StoppedBeforeCheckpoint(lp.run_dir));
+    }
     if let (Some(bootstrap), Some(teacher)) = (lp.config.bootstrap.clone(), lp.resolved.teacher.clone()) {
         let bar = lp.bar(bootstrap.steps, "bootstrap");
         let (pool, learner) = (&lp.pool, &mut lp.learner);
         let (training, sizes, seed, stop) = (&lp.config.training, &lp.resolved.sizes, lp.config.seed, &lp.stop);
         let report = pool.install(|| {
             crate::bootstrap::run(learner, &teacher, &bootstrap, training, sizes, seed, stop, &|s| bar.set_position(s))
-        });
+        })?;
         bar.finish_and_clear();
         let Some(report) = report else {
-            return Err(TrainError::Other("stopped during the bootstrap phase; nothing to checkpoint yet".into()));
+            return Ok(Begun::StoppedBeforeCheckpoint(lp.run_dir));
         };
         tracing::info!(?report, "bootstrap done");
         lp.state.bootstrap = Some(report);
@@ -334,7 +370,7 @@ fn start(options: &TrainOptions) -> Result<Loop, TrainError> {
     }
     metrics::rewrite(&lp.run_dir.join("metrics.jsonl"), &[])?;
     lp.checkpoint()?;
-    Ok(lp)
+    Ok(Begun::Running(Box::new(lp)))
 }
 
 /// The network a run started with `init_from` begins with: it must have
@@ -344,33 +380,56 @@ fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device)
     let (net, header) = load_net_and_header(&file, device)?;
     let wanted = config.network.net_config();
     if header.net != wanted {
-        return Err(TrainError::Other(format!(
-            "{}: the network is {} but the config's [network] asks for {}; set [network] to the file's shape",
-            file.display(),
-            header.net.name(),
-            wanted.name()
-        )));
+        return Err(TrainError::InitShape { file, found: header.net.name(), wanted: wanted.name() });
     }
     Ok(net)
 }
 
-/// Continues a run from its newest intact checkpoint.
-fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
+/// Config keys a resumed run cannot take a new value for, with the reason:
+/// the run's files were made under the old value.
+pub const FIXED_KEYS: &[(&str, &str)] = &[
+    ("network", "the run's checkpoints hold a network of its shape; start a new run with --init-from to change it"),
+    ("training.optimizer", "the run's optimizer state belongs to its optimizer"),
+    ("evaluation.opponents", "the run's Elo anchors were rated against its opponents at its start"),
+];
+
+/// The reason `key` (or its table) cannot change on resume, if it cannot.
+fn fixed_reason(key: &str) -> Option<&'static str> {
+    FIXED_KEYS.iter().find(|(fixed, _)| key == *fixed || key.starts_with(&format!("{fixed}."))).map(|(_, why)| *why)
+}
+
+/// Continues a run from its newest intact checkpoint; a run with a config
+/// but no checkpoint yet (its start was stopped) starts again.
+fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     let stored = TrainConfig::load(&dir.join("config.toml"))?;
     let mut config = options.config.clone().unwrap_or_else(|| stored.clone());
     if let Some(n) = options.iterations {
         config.iterations = n;
     }
-    let differing: Vec<String> = stored
-        .differing_keys(&config)
-        .into_iter()
-        .filter(|k| !(k == "iterations" && options.iterations.is_some()))
-        .filter(|k| !options.overrides.iter().any(|o| o == k || k.starts_with(&format!("{o}."))))
+    let changed = stored.differing_keys(&config);
+    for key in &options.overrides {
+        if let Some(reason) = fixed_reason(key) {
+            return Err(TrainError::FixedKey { key: key.clone(), reason: reason.into() });
+        }
+    }
+    let differing: Vec<String> = changed
+        .iter()
+        .filter(|k| !(*k == "iterations" && options.iterations.is_some()))
+        .filter(|k| !options.overrides.iter().any(|o| *k == o || k.starts_with(&format!("{o}."))))
+        .cloned()
         .collect();
     if !differing.is_empty() {
         return Err(TrainError::ConfigChanged { keys: differing });
     }
+    if let Some((key, reason)) = changed.iter().find_map(|k| fixed_reason(k).map(|r| (k, r))) {
+        return Err(TrainError::FixedKey { key: key.clone(), reason: reason.into() });
+    }
     let resolved = resolve_config(&config, "config")?;
+    if run::has_no_checkpoint(dir) {
+        tracing::info!(run = %dir.display(), "the run has no checkpoint yet: starting it again");
+        return start(options, Some((dir, config)));
+    }
+    let opponents = player_factories(&resolved.opponents, config.backend)?;
     if config != stored {
         tracing::info!(keys = ?stored.differing_keys(&config), "config changed on resume");
         write_config(dir, &config)?;
@@ -398,7 +457,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
     metrics::rewrite(&metrics_path, &state.metrics)?;
     let mut lp = Loop {
         pool: pool(resolved.threads)?,
-        opponents: player_factories(&resolved.opponents, config.backend)?,
+        opponents,
         stop_at_step: options.stop_at_step,
         config,
         resolved,
@@ -412,13 +471,15 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Loop, TrainError> {
         progress: options.progress,
         stop: options.stop.clone(),
     };
-    lp.load_book()?;
+    if !lp.load_book()? {
+        return Ok(Begun::StoppedBeforeCheckpoint(lp.run_dir));
+    }
     if !skipped.is_empty() {
         // LATEST pointed at a damaged checkpoint: point it at the good one.
         let relative = checkpoint_dir.strip_prefix(dir).unwrap_or(&checkpoint_dir).join(NET_FILE);
         checkpoint::set_latest(dir, &relative)?;
     }
-    Ok(lp)
+    Ok(Begun::Running(Box::new(lp)))
 }
 
 fn timestamp() -> String {
@@ -453,11 +514,12 @@ impl Loop {
         bar
     }
 
-    /// Reads or solves the openings `replay.solved_openings_plies` asks for.
-    fn load_book(&mut self) -> Result<(), TrainError> {
+    /// Reads or solves the openings `replay.solved_openings_plies` asks for;
+    /// false if stopped first.
+    fn load_book(&mut self) -> Result<bool, TrainError> {
         let replay = &self.config.replay;
         if replay.solved_openings_plies == 0 {
-            return Ok(());
+            return Ok(true);
         }
         let bar = self.bar(0, "openings");
         let book = crate::openings::load_or_solve(
@@ -472,11 +534,9 @@ impl Loop {
             },
         )?;
         bar.finish_and_clear();
-        let Some(book) = book else {
-            return Err(TrainError::Other("stopped while solving the openings; nothing new to checkpoint".into()));
-        };
+        let Some(book) = book else { return Ok(false) };
         self.book = Some(book);
-        Ok(())
+        Ok(true)
     }
 
     fn total_steps(&self) -> u64 {
@@ -493,7 +553,7 @@ impl Loop {
         let resumed = self.state.partial.take().filter(|p| p.iteration == iteration);
         let mut partial = match resumed {
             Some(partial) => partial,
-            None => match self.self_play(iteration, &config) {
+            None => match self.self_play(iteration, &config)? {
                 Some(partial) => partial,
                 None => return Ok(None),
             },
@@ -503,7 +563,7 @@ impl Loop {
 
         // Training.
         if !partial.trained {
-            if !self.train_phase(iteration, &config, &mut partial) {
+            if !self.train_phase(iteration, &config, &mut partial)? {
                 return self.stop_partial(partial, started);
             }
             partial.trained = true;
@@ -550,14 +610,22 @@ impl Loop {
     /// The iteration's gradient steps (those not taken before a stop), into
     /// `partial`; false if stopped first. Nothing while the replay window is
     /// still filling.
-    fn train_phase(&mut self, iteration: u64, config: &TrainConfig, partial: &mut PartialIteration) -> bool {
-        if self.replay.len() < config.replay.min_samples {
+    ///
+    /// # Errors
+    /// [`TrainError::Diverged`]: a loss or weight stopped being finite.
+    fn train_phase(
+        &mut self,
+        iteration: u64,
+        config: &TrainConfig,
+        partial: &mut PartialIteration,
+    ) -> Result<bool, TrainError> {
+        if self.replay.len() < config.replay.min_samples || self.replay.is_empty() {
             tracing::info!(
                 samples = self.replay.len(),
                 needed = config.replay.min_samples,
                 "replay window still filling: no training"
             );
-            return true;
+            return Ok(true);
         }
         let started = Instant::now();
         let training = &config.training;
@@ -585,7 +653,7 @@ impl Loop {
         let (stop, stop_at_step) = (&self.stop, self.stop_at_step);
         let (mut taken, mut trained_samples) = (0u64, 0u64);
         let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
-        let finished = pool.install(|| {
+        let trained = pool.install(|| {
             let lr = |k| training.lr_at(first_step + k, total_steps);
             replay.train(learner, &plan, &mut rng, lr, |k, batch_len, losses| {
                 taken += 1;
@@ -602,18 +670,35 @@ impl Loop {
                 }
             })
         });
+        let finished = match trained {
+            Ok(finished) => finished,
+            Err(TrainError::Diverged { at, what }) => {
+                bar.abandon();
+                let at = format!("in iteration {iteration}, {at}");
+                return Err(TrainError::Diverged { at, what });
+            }
+            Err(e) => return Err(e),
+        };
         self.state.steps += taken;
         partial.train_steps += taken;
         partial.trained_samples += trained_samples;
         partial.loss_sums = sums.map(f64::to_bits);
         partial.train_seconds += started.elapsed().as_secs_f64();
         self.net = self.learner.inference_net(&config.backend.device());
+        // The last step's update is seen by no loss: check the weights.
+        if let Some(parameter) = self.net.non_finite_parameter() {
+            bar.abandon();
+            return Err(TrainError::Diverged {
+                at: format!("in iteration {iteration}, by step {}", self.state.steps),
+                what: format!("parameter {parameter} is not finite"),
+            });
+        }
         if finished {
             bar.finish_and_clear();
         } else {
             bar.abandon();
         }
-        finished
+        Ok(finished)
     }
 
     /// The iteration's record from its self-play and training (evaluation
@@ -667,7 +752,10 @@ impl Loop {
     /// their totals into the returned record; `None` if stopped (the games
     /// so far are dropped: a game's moves depend on the batches it shared,
     /// so only whole self-play phases replay exactly).
-    fn self_play(&mut self, iteration: u64, config: &TrainConfig) -> Option<PartialIteration> {
+    ///
+    /// # Errors
+    /// The network's outputs are not finite.
+    fn self_play(&mut self, iteration: u64, config: &TrainConfig) -> Result<Option<PartialIteration>, TrainError> {
         let started = Instant::now();
         let bar = self.bar(config.selfplay.games as u64, "self-play");
         let finished = AtomicUsize::new(0);
@@ -689,19 +777,19 @@ impl Loop {
                 bar.inc(1);
             },
         };
-        let Some((games, stats)) = selfplay::play_games(&job) else {
+        let Some((games, stats)) = selfplay::play_games(&job).inspect_err(|_| bar.abandon())? else {
             bar.abandon();
-            return None;
+            return Ok(None);
         };
         bar.finish_and_clear();
         self.replay.extend(games.into_iter().flat_map(|g| g.samples));
         self.state.games += stats.games as u64;
-        Some(PartialIteration {
+        Ok(Some(PartialIteration {
             iteration,
             selfplay: stats,
             selfplay_seconds: started.elapsed().as_secs_f64(),
             ..PartialIteration::default()
-        })
+        }))
     }
 
     /// Writes a checkpoint of the iteration so far (stopped after its
@@ -796,7 +884,7 @@ impl Loop {
         let partial = run::begin_checkpoint(&self.run_dir, number)?;
         let header = NetHeader {
             format: checkpoint::FORMAT_VERSION,
-            net: self.config.network.net_config(),
+            net: self.net.config(),
             sizes: self.config.sizes.clone(),
             iteration,
             // No paths or times: identical runs write identical files.
@@ -810,7 +898,7 @@ impl Loop {
         };
         checkpoint::save(&self.net, &header, &partial.join(NET_FILE))?;
         if self.config.evaluation.gating {
-            let header = NetHeader { iteration: self.state.best_iteration, ..header };
+            let header = NetHeader { iteration: self.state.best_iteration, net: self.best.config(), ..header };
             checkpoint::save(&self.best, &header, &partial.join(BEST_FILE))?;
         }
         self.learner.save_optimizer(&partial.join(OPTIMIZER_FILE))?;

@@ -109,7 +109,7 @@ fn two_iterations_end_to_end() {
     let outcome = train(options(Some(tiny(2)), &dir)).unwrap();
     assert_eq!(outcome.iterations, 2);
     assert!(!outcome.stopped);
-    assert_eq!(outcome.net, dir.join("checkpoints/iter-000002/net.knet"));
+    assert_eq!(outcome.net, Some(dir.join("checkpoints/iter-000002/net.knet")));
     let metrics = konane_trainer::metrics::read(&dir.join("metrics.jsonl")).unwrap();
     assert_eq!(metrics.len(), 2);
     for (i, m) in metrics.iter().enumerate() {
@@ -131,7 +131,7 @@ fn two_iterations_end_to_end() {
     // Retention keeps the newest two; the network loads and the stored
     // config is the one given.
     assert_eq!(run::list_checkpoints(&dir), [2, 1]);
-    let header = konane_nn::checkpoint::read_header(&outcome.net).unwrap();
+    let header = konane_nn::checkpoint::read_header(outcome.net.as_ref().unwrap()).unwrap();
     assert_eq!(header.iteration, 2);
     assert_eq!(TrainConfig::load(&dir.join("config.toml")).unwrap(), tiny(2));
     // The replay window on disk holds this run's samples and round-trips.
@@ -303,7 +303,8 @@ fn the_teacher_bootstrap_learns_the_teachers_moves_and_stops_on_request() {
     };
     let (stop, steps) = (AtomicBool::new(false), AtomicU64::new(0));
     let on_step = |s: u64| steps.store(s, Ordering::Relaxed);
-    let report = bootstrap::run(&mut learner(), &teacher, &config, &training, &sizes, 3, &stop, &on_step).unwrap();
+    let report =
+        bootstrap::run(&mut learner(), &teacher, &config, &training, &sizes, 3, &stop, &on_step).unwrap().unwrap();
     assert_eq!((report.positions, report.steps, steps.load(Ordering::Relaxed)), (300, 40, 40));
     assert!(
         report.last_policy_loss < report.first_policy_loss,
@@ -312,7 +313,9 @@ fn the_teacher_bootstrap_learns_the_teachers_moves_and_stops_on_request() {
         report.last_policy_loss
     );
     stop.store(true, Ordering::Relaxed);
-    assert!(bootstrap::run(&mut learner(), &teacher, &config, &training, &sizes, 3, &stop, &on_step).is_none());
+    assert!(
+        bootstrap::run(&mut learner(), &teacher, &config, &training, &sizes, 3, &stop, &on_step).unwrap().is_none()
+    );
 }
 
 #[test]

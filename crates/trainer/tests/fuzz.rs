@@ -1,0 +1,352 @@
+//! Fuzz targets for the trainer's readers: the config parser (random TOML
+//! built from the real keys, with values of every type and magnitude), the
+//! replay file, `state.json` and `metrics.jsonl` (random bytes and random
+//! mutations of valid files, half of them with their checksum made right).
+//!
+//! Properties: nothing panics; a config that parses is within every range
+//! and round-trips; a reader never allocates much more than its file holds.
+//! Runs `KONANE_FUZZ_CASES` inputs a target (default 1,000) from
+//! `KONANE_FUZZ_SEED`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use konane_rules::{Position, Size};
+use konane_trainer::TrainConfig;
+use konane_trainer::metrics::{self, IterationMetrics};
+use konane_trainer::replay::{PackedSample, ReplayBuffer};
+use konane_trainer::run::{self, RunState};
+use proptest::prelude::*;
+use proptest::test_runner::{RngSeed, TestRunner};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Records the largest single allocation of the current thread.
+struct Tracking;
+
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is passed to the system allocator unchanged; the
+// thread-local is a plain `Cell` with a const initialiser, which allocates
+// nothing.
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = LARGEST.try_with(|l| l.set(l.get().max(layout.size())));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = LARGEST.try_with(|l| l.set(l.get().max(new_size)));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Tracking = Tracking;
+
+fn runner() -> TestRunner {
+    let cases = std::env::var("KONANE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000);
+    let seed = std::env::var("KONANE_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(20_261_201);
+    TestRunner::new(ProptestConfig {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })
+}
+
+/// Runs `property` on inputs from `strategy`, checking that no single
+/// allocation exceeds `limit(input)`, and reports the count.
+fn fuzz<S: Strategy>(
+    name: &str,
+    strategy: S,
+    limit: impl Fn(&S::Value) -> usize,
+    property: impl Fn(&S::Value) -> Result<(), TestCaseError>,
+) {
+    let ran = AtomicU64::new(0);
+    runner()
+        .run(&strategy, |value| {
+            LARGEST.with(|l| l.set(0));
+            property(&value)?;
+            let (largest, limit) = (LARGEST.with(Cell::get), limit(&value));
+            prop_assert!(largest <= limit, "{name}: one allocation of {largest} bytes, over {limit}");
+            ran.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("fuzz target {name}: {e}"));
+    println!("fuzz target {name}: {} inputs", ran.into_inner());
+}
+
+/// Byte-level damage: flips, cuts, extensions and overwritten words.
+#[derive(Clone, Debug)]
+enum Mutation {
+    Flip(prop::sample::Index, u8),
+    Truncate(prop::sample::Index),
+    Extend(Vec<u8>),
+    Word(prop::sample::Index, u64),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        4 => (any::<prop::sample::Index>(), 1u8..=255).prop_map(|(i, x)| Mutation::Flip(i, x)),
+        1 => any::<prop::sample::Index>().prop_map(Mutation::Truncate),
+        1 => proptest::collection::vec(any::<u8>(), 1..64).prop_map(Mutation::Extend),
+        2 => (any::<prop::sample::Index>(), prop_oneof![any::<u64>(), Just(u64::MAX), Just(1u64 << 40), 0u64..70_000])
+            .prop_map(|(i, w)| Mutation::Word(i, w)),
+    ]
+}
+
+fn damage(bytes: &mut Vec<u8>, mutations: &[Mutation]) {
+    for m in mutations {
+        match m {
+            Mutation::Flip(i, x) if !bytes.is_empty() => {
+                let at = i.index(bytes.len());
+                bytes[at] ^= x;
+            }
+            Mutation::Truncate(i) if !bytes.is_empty() => bytes.truncate(i.index(bytes.len())),
+            Mutation::Extend(more) => bytes.extend_from_slice(more),
+            Mutation::Word(i, w) if bytes.len() >= 8 => {
+                // Lengths and counts sit near the start: aim there half the time.
+                let span = if w & 1 == 0 { 40.min(bytes.len() - 7) } else { bytes.len() - 7 };
+                let at = i.index(span);
+                bytes[at..at + 8].copy_from_slice(&w.to_le_bytes());
+            }
+            _ => {}
+        }
+    }
+}
+
+// ---- config ----------------------------------------------------------
+
+/// Every dotted key of the full config (bootstrap included) with its value.
+fn config_keys() -> Vec<(String, toml::Value)> {
+    fn walk(prefix: &str, value: &toml::Value, out: &mut Vec<(String, toml::Value)>) {
+        match value {
+            toml::Value::Table(table) => {
+                for (k, v) in table {
+                    let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    walk(&key, v, out);
+                }
+            }
+            other => out.push((prefix.to_string(), other.clone())),
+        }
+    }
+    let full = TrainConfig { bootstrap: Some(Default::default()), ..TrainConfig::default() };
+    let mut out = Vec::new();
+    walk("", &toml::Value::try_from(&full).unwrap(), &mut out);
+    out
+}
+
+fn toml_value() -> impl Strategy<Value = toml::Value> {
+    use toml::Value;
+    let leaf = prop_oneof![
+        prop_oneof![
+            Just(0i64),
+            Just(1),
+            Just(-1),
+            Just(i64::MAX),
+            Just(1 << 62),
+            Just(1_000_000_000_000),
+            Just(4096),
+            Just(4097),
+            any::<i64>()
+        ]
+        .prop_map(Value::Integer),
+        prop_oneof![
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(1e30),
+            Just(1e39),
+            Just(-0.0),
+            Just(0.5),
+            Just(1.0),
+            any::<f64>()
+        ]
+        .prop_map(Value::Float),
+        any::<bool>().prop_map(Value::Boolean),
+        prop_oneof![
+            Just("6x6".to_string()),
+            Just("21x21".to_string()),
+            Just("net:init".to_string()),
+            Just("net:missing.knet".to_string()),
+            Just("alphabeta:depth=2".to_string()),
+            Just("alphabeta:ms=5".to_string()),
+            Just("adamw".to_string()),
+            Just("cosine".to_string()),
+            Just("flex".to_string()),
+            any::<String>()
+        ]
+        .prop_map(Value::String),
+    ];
+    leaf.prop_recursive(2, 8, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..3)
+                .prop_map(|m| Value::Table(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Sets `key` (dotted) in `table` to `value`, making tables on the way.
+fn set_key(table: &mut toml::Table, key: &str, value: toml::Value) {
+    match key.split_once('.') {
+        Some((head, rest)) => {
+            let entry = table.entry(head.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            if let toml::Value::Table(inner) = entry {
+                set_key(inner, rest, value);
+            }
+        }
+        None => {
+            table.insert(key.to_string(), value);
+        }
+    }
+}
+
+#[test]
+fn configs() {
+    let keys = config_keys();
+    let document = proptest::collection::vec(
+        (
+            prop_oneof![
+                8 => prop::sample::select(keys.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>()),
+                1 => "[a-z_]{1,10}(\\.[a-z_]{1,10})?",
+            ],
+            prop_oneof![3 => toml_value(), 1 => prop::sample::select(keys.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>())],
+        ),
+        0..6,
+    )
+    .prop_map(|edits| {
+        let mut table = toml::Table::new();
+        for (key, value) in edits {
+            set_key(&mut table, &key, value);
+        }
+        toml::to_string(&table).unwrap_or_default()
+    });
+    let text = prop_oneof![8 => document, 1 => any::<String>()];
+    fuzz(
+        "config",
+        text,
+        |text| 64 * text.len() + (1 << 20),
+        |text| {
+            if let Ok(config) = TrainConfig::parse(text, "fuzz.toml") {
+                let resolved = config.resolve();
+                prop_assert!(resolved.is_ok(), "parse validated it: {text}");
+                prop_assert_eq!(TrainConfig::parse(&config.to_toml(), "again").ok(), Some(config.clone()));
+                prop_assert!(config.replay.window <= 10_000_000 && config.training.batch_size <= 8192);
+                prop_assert!(config.selfplay.parallel_games <= 4096 && config.network.channels <= 512);
+            }
+            Ok(())
+        },
+    );
+}
+
+// ---- replay file -----------------------------------------------------
+
+fn valid_replay() -> Vec<u8> {
+    let mut buffer = ReplayBuffer::new(1000);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    for size in ["5x5", "6x4", "8x8"] {
+        let mut position = Position::start(size.parse::<Size>().unwrap());
+        let mut samples = Vec::new();
+        while !position.is_over() {
+            let moves = position.moves();
+            let visits: Vec<_> = moves.iter().map(|&m| (m, rng.random_range(0..9u32))).collect();
+            samples.push(PackedSample::new(&position, visits, 0.5));
+            position.play_unchecked(moves[rng.random_range(0..moves.len())]);
+        }
+        buffer.extend(samples);
+    }
+    buffer.to_bytes()
+}
+
+fn fix_crc(bytes: &mut [u8]) {
+    if bytes.len() >= 4 {
+        let end = bytes.len() - 4;
+        let crc = crc32fast::hash(&bytes[..end]);
+        bytes[end..].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+#[test]
+fn replay_files() {
+    let file = valid_replay();
+    assert!(ReplayBuffer::from_bytes(&file, 1000).is_ok());
+    let input = prop_oneof![
+        6 => (proptest::collection::vec(mutation(), 1..4), any::<bool>()).prop_map({
+            let file = file.clone();
+            move |(mutations, fix)| {
+                let mut bytes = file.clone();
+                damage(&mut bytes, &mutations);
+                if fix {
+                    fix_crc(&mut bytes);
+                }
+                bytes
+            }
+        }),
+        1 => proptest::collection::vec(any::<u8>(), 0..128),
+    ];
+    fuzz(
+        "replay-file",
+        input,
+        |bytes| 16 * bytes.len() + 4096,
+        |bytes| {
+            if let Ok(buffer) = ReplayBuffer::from_bytes(bytes, 1000) {
+                for sample in buffer.iter() {
+                    let unpacked = sample.unpack(konane_rules::Symmetry::Identity);
+                    prop_assert!((-1.0..=1.0).contains(&unpacked.value));
+                }
+                prop_assert_eq!(ReplayBuffer::from_bytes(&buffer.to_bytes(), 1000).ok(), Some(buffer));
+            }
+            Ok(())
+        },
+    );
+}
+
+// ---- state.json and metrics.jsonl --------------------------------------
+
+fn valid_state() -> String {
+    let metrics = IterationMetrics { iteration: 1, games: 4, policy_loss: 1.5, ..IterationMetrics::default() };
+    let state = RunState { format: run::STATE_VERSION, iteration: 1, metrics: vec![metrics], ..RunState::default() };
+    let json = serde_json::to_string(&state).unwrap();
+    format!("{json}\ncrc32 {:08x}\n", crc32fast::hash(json.as_bytes()))
+}
+
+#[test]
+fn state_and_metrics_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let valid = valid_state();
+    std::fs::write(dir.path().join(run::STATE_FILE), &valid).unwrap();
+    assert!(run::read_state(dir.path()).is_ok());
+    let input = (proptest::collection::vec(mutation(), 1..4), any::<bool>()).prop_map(move |(mutations, fix)| {
+        let mut bytes = valid.clone().into_bytes();
+        damage(&mut bytes, &mutations);
+        if fix {
+            // Make the checksum line right for whatever the first line is now.
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let json = text.lines().next().unwrap_or("").to_string();
+            bytes = format!("{json}\ncrc32 {:08x}\n", crc32fast::hash(json.as_bytes())).into_bytes();
+        }
+        bytes
+    });
+    let path = dir.path().to_path_buf();
+    fuzz(
+        "state-and-metrics",
+        input,
+        |bytes| 64 * bytes.len() + (1 << 16),
+        |bytes| {
+            std::fs::write(path.join(run::STATE_FILE), bytes).unwrap();
+            if let Ok(state) = run::read_state(&path) {
+                prop_assert!((1..=run::STATE_VERSION).contains(&state.format));
+            }
+            std::fs::write(path.join("metrics.jsonl"), bytes).unwrap();
+            let _ = metrics::read(&path.join("metrics.jsonl"));
+            Ok(())
+        },
+    );
+}
