@@ -14,6 +14,10 @@
 //! - a directory: an error.
 //!
 //! On any failure the temporary file is removed and the target is as it was.
+//!
+//! [`read_bounded`] reads a whole file only up to a size its reader can
+//! expect, so that a wrong path (`/dev/zero`, a 20 GB file) is an error
+//! rather than all of the memory.
 #![deny(missing_docs)]
 
 use std::fs;
@@ -41,6 +45,50 @@ impl WriteError {
     pub fn is_broken_pipe(&self) -> bool {
         self.error.kind() == io::ErrorKind::BrokenPipe
     }
+}
+
+/// A file that could not be read.
+#[derive(Debug, Error)]
+pub enum ReadError {
+    /// The system refused.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        error: io::Error,
+    },
+    /// Longer than any file of its kind.
+    #[error("{path}: more than {max} bytes, too long for a {what}")]
+    TooLong {
+        /// The file.
+        path: PathBuf,
+        /// The most its kind may hold.
+        max: u64,
+        /// What it was read as.
+        what: &'static str,
+    },
+}
+
+/// The bytes of `path`, read as a `what` (for the error message), which is
+/// never longer than `max` bytes.
+///
+/// # Errors
+/// The file cannot be read, or holds more than `max` bytes (then at most
+/// `max + 1` bytes were read).
+pub fn read_bounded(path: &Path, max: u64, what: &'static str) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let io = |error| ReadError::Io { path: path.to_path_buf(), error };
+    let file = fs::File::open(path).map_err(io)?;
+    // The length the file claims sizes the buffer, up to the bound; a
+    // device or pipe claims 0 and grows it as it reads.
+    let claimed = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(claimed.min(max) as usize);
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(ReadError::TooLong { path: path.to_path_buf(), max, what });
+    }
+    Ok(bytes)
 }
 
 /// What a path names, for [`write_atomically`].
@@ -146,6 +194,22 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n.ends_with(".tmp"))
             .collect()
+    }
+
+    #[test]
+    fn bounded_reads_refuse_what_is_too_long() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"12345").unwrap();
+        assert_eq!(read_bounded(&path, 5, "test file").unwrap(), b"12345");
+        let error = read_bounded(&path, 4, "test file").unwrap_err().to_string();
+        assert!(error.contains("more than 4 bytes") && error.contains("test file"), "{error}");
+        assert!(read_bounded(&dir.path().join("missing"), 4, "test file").is_err());
+        #[cfg(target_os = "linux")]
+        {
+            let error = read_bounded(Path::new("/dev/zero"), 1 << 20, "config").unwrap_err().to_string();
+            assert!(error.contains("/dev/zero") && error.contains("too long for a config"), "{error}");
+        }
     }
 
     #[test]

@@ -36,6 +36,9 @@ use crate::model::{Net, NetConfig};
 const MAGIC: &[u8] = b"KONANE-NET\n";
 /// Version of the file layout and header; bumped on incompatible changes.
 pub const FORMAT_VERSION: u32 = 1;
+/// The longest network file read: b40c512, the largest shape
+/// [`NetConfig::validate`] allows, takes 0.75 GB.
+pub const MAX_NET_BYTES: u64 = 2 << 30;
 /// Name of the pointer file in a model or run directory.
 pub const LATEST: &str = "LATEST";
 
@@ -89,6 +92,17 @@ pub enum CheckpointError {
     },
 }
 
+impl From<konane_files::ReadError> for CheckpointError {
+    fn from(error: konane_files::ReadError) -> CheckpointError {
+        match error {
+            konane_files::ReadError::Io { path, error } => CheckpointError::Io { path, error },
+            konane_files::ReadError::TooLong { path, max, what } => {
+                CheckpointError::Invalid { path, reason: format!("more than {max} bytes, too long for a {what}") }
+            }
+        }
+    }
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
     move |error| CheckpointError::Io { path: path.to_path_buf(), error }
 }
@@ -139,7 +153,7 @@ pub fn save(net: &Net, header: &NetHeader, path: &Path) -> Result<(), Checkpoint
 /// Reads the header and the weights' bytes, checking magic, version,
 /// lengths and checksum.
 fn read_parts(path: &Path) -> Result<(NetHeader, Vec<u8>), CheckpointError> {
-    let bytes = fs::read(path).map_err(io(path))?;
+    let bytes = konane_files::read_bounded(path, MAX_NET_BYTES, "network file")?;
     parse_parts(&bytes, path)
 }
 
@@ -163,7 +177,7 @@ fn parse_parts(bytes: &[u8], path: &Path) -> Result<(NetHeader, Vec<u8>), Checkp
     at += header_len;
     let weights_len = u64::from_le_bytes(bytes.get(at..at + 8).ok_or_else(truncated)?.try_into().unwrap()) as usize;
     at += 8;
-    let end = at.checked_add(weights_len).ok_or_else(truncated)?;
+    let end = at.checked_add(weights_len).filter(|end| *end <= bytes.len().saturating_sub(4)).ok_or_else(truncated)?;
     if bytes.len() != end + 4 {
         return Err(if bytes.len() < end + 4 {
             truncated()
@@ -271,13 +285,8 @@ const MAX_POINTER_BYTES: u64 = 4096;
 /// # Errors
 /// A missing, empty, oversized or escaping pointer.
 pub fn read_pointer(pointer: &Path) -> Result<PathBuf, CheckpointError> {
-    use std::io::Read;
-    let file = fs::File::open(pointer).map_err(io(pointer))?;
-    let mut text = String::new();
-    file.take(MAX_POINTER_BYTES + 1).read_to_string(&mut text).map_err(io(pointer))?;
-    if text.len() as u64 > MAX_POINTER_BYTES {
-        return Err(invalid(pointer, format!("more than {MAX_POINTER_BYTES} bytes: not a pointer")));
-    }
+    let bytes = konane_files::read_bounded(pointer, MAX_POINTER_BYTES, "LATEST pointer")?;
+    let text = String::from_utf8(bytes).map_err(|_| invalid(pointer, "not UTF-8 text"))?;
     let target = Path::new(text.trim());
     if target.as_os_str().is_empty() {
         return Err(invalid(pointer, "empty LATEST pointer"));

@@ -77,12 +77,16 @@ fn fix_checksum(bytes: &mut Vec<u8>) {
 }
 
 /// The header JSON with one field set to `value`, and the file rebuilt
-/// around it with consistent lengths.
-fn with_header_field(file: &[u8], field: &str, value: &str) -> Vec<u8> {
-    let header_len = u32::from_le_bytes(file[MAGIC_LEN + 4..MAGIC_LEN + 8].try_into().unwrap()) as usize;
+/// around it with consistent lengths; `None` if earlier mutations left no
+/// header to edit.
+fn with_header_field(file: &[u8], field: &str, value: &str) -> Option<Vec<u8>> {
+    let header_len = u32::from_le_bytes(file.get(MAGIC_LEN + 4..MAGIC_LEN + 8)?.try_into().ok()?) as usize;
     let header_at = MAGIC_LEN + 8;
-    let header = std::str::from_utf8(&file[header_at..header_at + header_len]).unwrap();
-    let mut json: serde_json::Value = serde_json::from_str(header).unwrap();
+    let header = std::str::from_utf8(file.get(header_at..header_at.checked_add(header_len)?)?).ok()?;
+    let mut json: serde_json::Value = serde_json::from_str(header).ok()?;
+    if !json.is_object() || (field.contains('.') && !json["net"].is_object()) {
+        return None;
+    }
     let new: serde_json::Value = serde_json::from_str(value).unwrap_or(serde_json::Value::String(value.into()));
     match field.split_once('.') {
         Some((table, key)) => json[table][key] = new,
@@ -94,7 +98,7 @@ fn with_header_field(file: &[u8], field: &str, value: &str) -> Vec<u8> {
     out.extend_from_slice(&header);
     out.extend_from_slice(&file[header_at + header_len..]);
     fix_checksum(&mut out);
-    out
+    Some(out)
 }
 
 #[derive(Clone, Debug)]
@@ -135,7 +139,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         4 => (any::<prop::sample::Index>(), 1u8..=255).prop_map(|(i, x)| Mutation::Flip(i, x)),
         1 => any::<prop::sample::Index>().prop_map(Mutation::Truncate),
         1 => proptest::collection::vec(any::<u8>(), 1..64).prop_map(Mutation::Extend),
-        2 => (any::<prop::sample::Index>(), prop_oneof![any::<u64>(), Just(u64::MAX), Just(1 << 40)])
+        2 => (any::<prop::sample::Index>(), prop_oneof![any::<u64>(), Just(u64::MAX), Just(u64::MAX - 64), Just(1 << 40)])
             .prop_map(|(i, w)| Mutation::Word(i, w)),
         3 => (field, value).prop_map(|(f, v)| Mutation::Field(f, v)),
     ]
@@ -158,8 +162,8 @@ fn apply(file: &[u8], mutations: &[Mutation], fix: bool) -> Vec<u8> {
                 bytes[at..at + 8].copy_from_slice(&w.to_le_bytes());
             }
             Mutation::Field(field, value) if bytes.starts_with(b"KONANE-NET\n") => {
-                if let Ok(b) = std::panic::catch_unwind(|| with_header_field(&bytes, field, value)) {
-                    bytes = b;
+                if let Some(edited) = with_header_field(&bytes, field, value) {
+                    bytes = edited;
                 }
             }
             _ => {}

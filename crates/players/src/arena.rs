@@ -28,9 +28,11 @@ use crate::{Limits, Player, PlayerError};
 /// memory, one search tree each).
 pub const MAX_THREADS_PER_CORE: usize = 4;
 
-/// The machine's cores (1 if unknown): the default for work split over threads.
+/// The machine's cores (1 if unknown): the default for work split over
+/// threads. Read once: the standard library asks the cgroup files each time.
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The most threads a match, a search or a training run may use on this

@@ -26,13 +26,8 @@ pub const QUICK_CONFIG: &str = include_str!("../../../configs/6x6-quick.toml");
 #[derive(Debug, Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("{path}: {error}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The I/O error.
-        error: std::io::Error,
-    },
+    #[error(transparent)]
+    Read(#[from] konane_files::ReadError),
     /// A key is unknown, mistyped or out of range.
     #[error("{origin}: {key}: {reason}")]
     Invalid {
@@ -443,6 +438,9 @@ impl Default for BootstrapConfig {
     }
 }
 
+/// The longest config file read (the commented reference is 8 KB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Largest solver node budget a key may set (`selfplay.solver_nodes`,
 /// `replay.solved_openings_nodes`): hours of solving per position.
 pub const MAX_SOLVER_NODES: u64 = 10_000_000_000;
@@ -520,9 +518,14 @@ impl TrainConfig {
     /// # Errors
     /// As [`TrainConfig::parse`], or the file is unreadable.
     pub fn load(path: &Path) -> Result<TrainConfig, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| ConfigError::Io { path: path.display().to_string(), error })?;
-        TrainConfig::parse(&text, &path.display().to_string())
+        let bytes = konane_files::read_bounded(path, MAX_CONFIG_BYTES, "config")?;
+        let origin = path.display().to_string();
+        let text = String::from_utf8(bytes).map_err(|_| ConfigError::Invalid {
+            origin: origin.clone(),
+            key: "(file)".into(),
+            reason: "not UTF-8 text".into(),
+        })?;
+        TrainConfig::parse(&text, &origin)
     }
 
     /// The embedded quick config (`configs/6x6-quick.toml`).

@@ -61,6 +61,9 @@ pub enum TrainError {
     /// An evaluation opponent or teacher could not be built.
     #[error(transparent)]
     Player(#[from] konane_nn::player::FactoryError),
+    /// A run file could not be read.
+    #[error(transparent)]
+    Read(#[from] konane_files::ReadError),
     /// A run file could not be written.
     #[error(transparent)]
     Write(#[from] konane_files::WriteError),

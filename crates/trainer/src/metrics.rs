@@ -230,9 +230,14 @@ pub fn resume_history(checkpoint: &[IterationMetrics], on_disk: &[IterationMetri
 /// # Errors
 /// The file cannot be read.
 pub fn read(path: &Path) -> Result<Vec<IterationMetrics>, TrainError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TrainError::io(path, e))?;
+    let bytes = konane_files::read_bounded(path, MAX_METRICS_BYTES, "metrics file")?;
+    let text = String::from_utf8_lossy(&bytes);
     Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
 }
+
+/// The longest `metrics.jsonl` (or `state.json`, which holds the same
+/// records) read: a line is about 1.5 KB, so a run of 100,000 iterations.
+pub const MAX_METRICS_BYTES: u64 = 256 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -270,6 +275,20 @@ mod tests {
             },
             ..IterationMetrics::default()
         }
+    }
+
+    #[test]
+    fn a_number_json_cannot_hold_is_refused_naming_its_field() {
+        let path = Path::new("run/metrics.jsonl");
+        let mut m = record(3, 10, 4.0);
+        assert!(to_json_checked(&m, path).is_ok());
+        m.timing.train_samples_per_second = f64::INFINITY;
+        let error = to_json_checked(&m, path).unwrap_err().to_string();
+        assert!(error.contains("timing.train_samples_per_second") && error.contains("metrics.jsonl"), "{error}");
+        m.timing.train_samples_per_second = 1.0;
+        m.value_loss = f64::NAN;
+        let error = to_json_checked(&m, path).unwrap_err().to_string();
+        assert!(error.contains("value_loss"), "{error}");
     }
 
     #[test]

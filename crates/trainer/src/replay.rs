@@ -30,6 +30,9 @@ const MAGIC: &[u8] = b"KONANE-REPLAY\n";
 /// The smallest sample: size and side (3 bytes), one byte of cells, a
 /// move count and a value.
 const MIN_SAMPLE_BYTES: usize = 3 + 1 + 2 + 4;
+/// The longest replay file read: the largest window (10 million samples)
+/// of the largest boards.
+pub const MAX_REPLAY_BYTES: u64 = 16 << 30;
 /// Version of the replay file layout.
 pub const REPLAY_VERSION: u32 = 1;
 
@@ -421,7 +424,7 @@ impl ReplayBuffer {
     /// # Errors
     /// Missing, damaged or foreign file.
     pub fn load(path: &Path, capacity: usize) -> Result<ReplayBuffer, TrainError> {
-        let bytes = std::fs::read(path).map_err(|e| TrainError::io(path, e))?;
+        let bytes = konane_files::read_bounded(path, MAX_REPLAY_BYTES, "replay file")?;
         ReplayBuffer::from_bytes(&bytes, capacity).map_err(|reason| TrainError::Damaged { path: path.into(), reason })
     }
 }

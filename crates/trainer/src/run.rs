@@ -125,8 +125,27 @@ pub fn checkpoint_dir(run: &Path, iteration: u64) -> PathBuf {
     run.join("checkpoints").join(format!("iter-{iteration:06}"))
 }
 
+/// The checksum of a checkpoint file, read in pieces (a replay window may
+/// be gigabytes) and only as far as any checkpoint file goes.
 fn crc_of(path: &Path) -> Result<u32, TrainError> {
-    Ok(crc32fast::hash(&fs::read(path).map_err(|e| TrainError::io(path, e))?))
+    use std::io::Read;
+    let file = fs::File::open(path).map_err(|e| TrainError::io(path, e))?;
+    let mut reader = file.take(crate::replay::MAX_REPLAY_BYTES + 1);
+    let (mut hasher, mut buffer, mut total) = (crc32fast::Hasher::new(), vec![0u8; 1 << 16], 0u64);
+    loop {
+        let n = match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(TrainError::io(path, e)),
+        };
+        hasher.update(&buffer[..n]);
+        total += n as u64;
+    }
+    if total > crate::replay::MAX_REPLAY_BYTES {
+        return Err(TrainError::Damaged { path: path.to_path_buf(), reason: "longer than any checkpoint file".into() });
+    }
+    Ok(hasher.finalize())
 }
 
 /// Makes an empty `iter-NNNNNN.partial` directory to write a checkpoint into.
@@ -228,7 +247,8 @@ pub fn verify_checkpoint(dir: &Path) -> Result<RunState, TrainError> {
 pub fn read_state(dir: &Path) -> Result<RunState, TrainError> {
     let path = dir.join(STATE_FILE);
     let damaged = |reason: String| TrainError::Damaged { path: path.clone(), reason };
-    let text = fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+    let bytes = konane_files::read_bounded(&path, crate::metrics::MAX_METRICS_BYTES, "state file")?;
+    let text = String::from_utf8(bytes).map_err(|_| damaged("not UTF-8 text".into()))?;
     let mut lines = text.lines();
     let json = lines.next().ok_or_else(|| damaged("empty".into()))?;
     let crc = lines

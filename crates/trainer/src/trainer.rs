@@ -406,6 +406,11 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     if let Some(n) = options.iterations {
         config.iterations = n;
     }
+    if run::has_no_checkpoint(dir) {
+        // Nothing was trained under the stored config: any config may start it.
+        tracing::info!(run = %dir.display(), "the run has no checkpoint yet: starting it again");
+        return start(options, Some((dir, config)));
+    }
     let changed = stored.differing_keys(&config);
     for key in &options.overrides {
         if let Some(reason) = fixed_reason(key) {
@@ -425,10 +430,6 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
         return Err(TrainError::FixedKey { key: key.clone(), reason: reason.into() });
     }
     let resolved = resolve_config(&config, "config")?;
-    if run::has_no_checkpoint(dir) {
-        tracing::info!(run = %dir.display(), "the run has no checkpoint yet: starting it again");
-        return start(options, Some((dir, config)));
-    }
     let opponents = player_factories(&resolved.opponents, config.backend)?;
     if config != stored {
         tracing::info!(keys = ?stored.differing_keys(&config), "config changed on resume");

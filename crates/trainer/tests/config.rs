@@ -107,3 +107,27 @@ fn differing_keys_are_dotted() {
     // The stored form round-trips.
     assert_eq!(TrainConfig::parse(&b.to_toml(), "stored").unwrap(), b);
 }
+
+/// `docs/training.md` lists every key with its range: a key added to the
+/// config without a row there fails here.
+#[test]
+fn the_config_reference_lists_every_key() {
+    fn keys(prefix: &str, value: &toml::Value, out: &mut Vec<String>) {
+        match value {
+            toml::Value::Table(table) => {
+                for (k, v) in table {
+                    keys(&if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") }, v, out);
+                }
+            }
+            _ => out.push(prefix.to_string()),
+        }
+    }
+    let full = TrainConfig { bootstrap: Some(Default::default()), ..TrainConfig::default() };
+    let mut all = Vec::new();
+    keys("", &toml::Value::try_from(&full).unwrap(), &mut all);
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/training.md")).unwrap();
+    assert!(all.len() > 50, "{all:?}");
+    for key in all {
+        assert!(docs.contains(&format!("| `{key}` |")), "docs/training.md has no row for {key}");
+    }
+}

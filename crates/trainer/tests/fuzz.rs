@@ -96,7 +96,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         4 => (any::<prop::sample::Index>(), 1u8..=255).prop_map(|(i, x)| Mutation::Flip(i, x)),
         1 => any::<prop::sample::Index>().prop_map(Mutation::Truncate),
         1 => proptest::collection::vec(any::<u8>(), 1..64).prop_map(Mutation::Extend),
-        2 => (any::<prop::sample::Index>(), prop_oneof![any::<u64>(), Just(u64::MAX), Just(1u64 << 40), 0u64..70_000])
+        2 => (any::<prop::sample::Index>(), prop_oneof![any::<u64>(), Just(u64::MAX), Just(u64::MAX - 64), Just(1u64 << 40), 0u64..70_000])
             .prop_map(|(i, w)| Mutation::Word(i, w)),
     ]
 }
