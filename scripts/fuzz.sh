@@ -14,7 +14,7 @@ export KONANE_FUZZ_SEED=${2:-20261201}
 cargo test --release --quiet --workspace --test fuzz --test fuzz_ktp --no-run
 run() { # package test-file target count (the package is for the reader)
   KONANE_FUZZ_CASES=$(($4 * scale)) cargo test --release --quiet --workspace --test fuzz --test fuzz_ktp "$3" \
-    -- --exact --nocapture | grep '^fuzz target'
+    -- --exact --nocapture 2>&1 | grep -E '^fuzz target|minimal failing input|Test failed|panicked at'
 }
 run konane-rules fuzz position_strings 2000000
 run konane-rules fuzz sizes 1000000

@@ -245,6 +245,7 @@ fn build(
     weights: Vec<u8>,
     device: &Device,
 ) -> Result<(Net, NetHeader), CheckpointError> {
+    check_tensors(path, &weights)?;
     let net = header.net.init(device);
     let record = ModuleRecord::from_bytes(burn::tensor::Bytes::from_bytes_vec(weights))
         .map_err(|e| invalid(path, format!("unreadable weights: {e}")))?;
@@ -260,6 +261,26 @@ fn build(
         ));
     }
     Ok((net, header))
+}
+
+/// Checks that every tensor of the burnpack `weights` is `f32` with the
+/// bytes its shape needs: burn panics when it applies some damaged records
+/// (a tensor of another type), so they are refused before it sees them.
+fn check_tensors(path: &Path, weights: &[u8]) -> Result<(), CheckpointError> {
+    let unreadable = |e: burn_pack::Error| invalid(path, format!("unreadable weights: {e}"));
+    let reader =
+        burn_pack::Reader::from_bytes(burn::tensor::Bytes::from_bytes_vec(weights.to_vec())).map_err(unreadable)?;
+    for tensor in reader.into_tensors().map_err(unreadable)? {
+        let (name, dtype, shape, _, bytes) = tensor.into_parts().map_err(unreadable)?;
+        if dtype != burn::tensor::DType::F32 {
+            return Err(invalid(path, format!("weights {name} are {dtype:?}, not f32")));
+        }
+        let elements = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        if elements.and_then(|n| n.checked_mul(4)) != Some(bytes.len()) {
+            return Err(invalid(path, format!("weights {name} hold {} bytes for shape {shape:?}", bytes.len())));
+        }
+    }
+    Ok(())
 }
 
 /// The network file a path names: the file itself, or for a directory the

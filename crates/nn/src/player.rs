@@ -195,11 +195,9 @@ pub fn player_factory(
     backend: Backend,
     evaluator_threads: usize,
 ) -> Result<Box<dyn PlayerFactory>, FactoryError> {
-    Ok(match spec.kind {
-        PlayerKind::Net { .. } => {
-            Box::new(NetFactory::from_spec(spec, backend)?.with_evaluator_threads(evaluator_threads))
-        }
-        _ => Box::new(spec.clone()),
+    Ok(match spec.baseline() {
+        Some(baseline) => Box::new(baseline),
+        None => Box::new(NetFactory::from_spec(spec, backend)?.with_evaluator_threads(evaluator_threads)),
     })
 }
 

@@ -225,8 +225,8 @@ mod tests {
     #[test]
     fn a_deep_search_is_perfect_and_random_play_is_not() {
         let set = sample_positions(Size::new_const(5, 5), 60, 1, u64::MAX);
-        let deep: PlayerSpec = "alphabeta:depth=30".parse().unwrap();
-        let random: PlayerSpec = "random".parse().unwrap();
+        let deep = "alphabeta:depth=30".parse::<PlayerSpec>().unwrap().baseline().unwrap();
+        let random = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
         let deep = score(&deep, &set, 1).unwrap();
         assert_eq!(deep.correct, deep.positions, "depth 30 solves 5x5 endgames");
         assert!(deep.misses.is_empty());

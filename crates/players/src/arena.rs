@@ -49,17 +49,6 @@ pub trait PlayerFactory: Sync {
     fn build(&self, seed: u64) -> Box<dyn Player>;
 }
 
-impl PlayerFactory for crate::PlayerSpec {
-    fn label(&self) -> String {
-        self.to_string()
-    }
-    /// # Panics
-    /// For `net:` specs: those go through `konane_nn::player_factory`.
-    fn build(&self, seed: u64) -> Box<dyn Player> {
-        crate::PlayerSpec::build(self, seed).expect("net specs are built by konane_nn::player_factory")
-    }
-}
-
 /// How a match is played.
 #[derive(Clone, Debug)]
 pub struct MatchConfig {
@@ -392,8 +381,8 @@ mod tests {
     #[test]
     fn matches_are_reproducible_and_pairs_share_openings() {
         let config = MatchConfig { size: "6x6".parse().unwrap(), games: 8, threads: 2, seed: 3 };
-        let a: PlayerSpec = "greedy".parse().unwrap();
-        let b: PlayerSpec = "random".parse().unwrap();
+        let a = "greedy".parse::<PlayerSpec>().unwrap().baseline().unwrap();
+        let b = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
         let first = play_match(&a, &b, &config, &|_| {}).unwrap();
         let second = play_match(&a, &b, &config, &|_| {}).unwrap();
         for (x, y) in first.iter().zip(&second) {
@@ -408,8 +397,8 @@ mod tests {
 
     #[test]
     fn every_board_size_has_openings_and_plays_a_match() {
-        let a: PlayerSpec = "greedy".parse().unwrap();
-        let b: PlayerSpec = "random".parse().unwrap();
+        let a = "greedy".parse::<PlayerSpec>().unwrap().baseline().unwrap();
+        let b = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
         for cols in 1..=4 {
             for rows in 1..=4 {
                 let size = Size::new(cols, rows).unwrap();
@@ -458,7 +447,7 @@ mod tests {
     #[test]
     fn a_failing_search_ends_the_match_with_an_error() {
         let config = MatchConfig { size: "6x6".parse().unwrap(), games: 40, threads: 2, seed: 1 };
-        let random: PlayerSpec = "random".parse().unwrap();
+        let random = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
         let played = std::sync::atomic::AtomicUsize::new(0);
         let error = play_match(&random, &BrokenFactory, &config, &|_| {
             played.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -495,7 +484,7 @@ mod tests {
     #[test]
     fn faulty_players_are_reported_not_scored() {
         let config = MatchConfig { size: "6x6".parse().unwrap(), games: 4, threads: 1, seed: 1 };
-        let random: PlayerSpec = "random".parse().unwrap();
+        let random = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
         let results = play_match(&CheaterFactory, &random, &config, &|_| {}).unwrap();
         let summary = MatchSummary::new("cheater".into(), "random".into(), config.size, &results);
         assert_eq!(summary.faults.len(), 4);

@@ -3,10 +3,10 @@
 //! on any writer.
 //!
 //! ```
-//! use konane_players::PlayerSpec;
 //! use konane_players::ktp::KtpEngine;
+//! use konane_players::{PlayerFactory, PlayerSpec};
 //!
-//! let player = "random".parse::<PlayerSpec>().unwrap().build(1).unwrap();
+//! let player = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap().build(1);
 //! let mut engine = KtpEngine::new(player);
 //! let mut output = Vec::new();
 //! engine.run("newgame 4x4\n7 show\nquit\n".as_bytes(), &mut output).unwrap();
@@ -391,7 +391,7 @@ mod tests {
     use konane_rules::Move;
 
     use super::*;
-    use crate::{Choice, PlayerSpec};
+    use crate::{Choice, PlayerFactory, PlayerSpec};
 
     /// The player behind most tests: any real player works, since the tests
     /// check only that `genmove` answers a legal move.
@@ -401,7 +401,7 @@ mod tests {
     const START_8X8: &str = "WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW b";
 
     fn engine() -> KtpEngine {
-        KtpEngine::new(TEST_PLAYER.parse::<PlayerSpec>().unwrap().build(7).unwrap())
+        KtpEngine::new(TEST_PLAYER.parse::<PlayerSpec>().unwrap().baseline().unwrap().build(7))
     }
 
     /// The full protocol text answered to `line`.

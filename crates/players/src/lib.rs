@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use konane_rules::{Move, Position};
 
-pub use spec::{PlayerSpec, SpecError};
+pub use arena::PlayerFactory;
+pub use spec::{BaselineFactory, PlayerSpec, SpecError};
 
 /// How much a player may search for one move. Unset fields do not bound.
 /// For alpha-beta `nodes` counts positions searched; for MCTS, simulations.

@@ -9,6 +9,7 @@ use konane_rules::Symmetry;
 use thiserror::Error;
 
 use crate::alphabeta::AlphaBetaPlayer;
+use crate::arena::PlayerFactory;
 use crate::greedy::GreedyPlayer;
 use crate::random::RandomPlayer;
 use crate::uct::UctPlayer;
@@ -102,19 +103,37 @@ pub struct PlayerSpec {
     text: String,
 }
 
-impl PlayerSpec {
-    /// Builds a baseline player, seeded with the spec's own seed if it has
-    /// one, else with `seed`; `None` for `net:` specs, which `konane-nn`'s
-    /// player factory builds.
-    pub fn build(&self, seed: u64) -> Option<Box<dyn Player>> {
-        let seed = self.seed.unwrap_or(seed);
-        Some(match self.kind {
+/// Builds a baseline player (every kind but `net:`) for each game: the
+/// arena's [`PlayerFactory`] for specs this crate can build. `konane-nn`'s
+/// player registry builds every kind, networks included.
+#[derive(Clone, Debug)]
+pub struct BaselineFactory(PlayerSpec);
+
+impl PlayerFactory for BaselineFactory {
+    fn label(&self) -> String {
+        self.0.to_string()
+    }
+
+    /// The player, seeded with the spec's own seed if it has one, else
+    /// with `seed`.
+    fn build(&self, seed: u64) -> Box<dyn Player> {
+        let spec = &self.0;
+        let seed = spec.seed.unwrap_or(seed);
+        match spec.kind {
             PlayerKind::Random => Box::new(RandomPlayer::new(seed)),
             PlayerKind::Greedy => Box::new(GreedyPlayer::new(seed)),
-            PlayerKind::AlphaBeta => Box::new(AlphaBetaPlayer::new(self.limits, seed)),
-            PlayerKind::Mcts { exploration } => Box::new(UctPlayer::new(self.limits, exploration, seed)),
-            PlayerKind::Net { .. } => return None,
-        })
+            PlayerKind::AlphaBeta => Box::new(AlphaBetaPlayer::new(spec.limits, seed)),
+            PlayerKind::Mcts { exploration } => Box::new(UctPlayer::new(spec.limits, exploration, seed)),
+            PlayerKind::Net { .. } => unreachable!("BaselineFactory holds no net: spec"),
+        }
+    }
+}
+
+impl PlayerSpec {
+    /// The factory of a baseline player; `None` for a `net:` spec, which
+    /// needs a network (`konane_nn::player::player_factory`).
+    pub fn baseline(&self) -> Option<BaselineFactory> {
+        (!matches!(self.kind, PlayerKind::Net { .. })).then(|| BaselineFactory(self.clone()))
     }
 
     /// The seed to build with: the spec's own, else `seed`.
@@ -262,7 +281,8 @@ mod tests {
         let tuning = SearchTuning::default();
         assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/6x6".into(), solve_max_stones: 0, tuning });
         assert_eq!(spec.limits.nodes, Some(0));
-        assert!(spec.build(1).is_none());
+        assert!(spec.baseline().is_none());
+        assert!("greedy".parse::<PlayerSpec>().unwrap().baseline().is_some());
         assert_eq!("net:init".parse::<PlayerSpec>().unwrap().limits.nodes, Some(800));
         let spec: PlayerSpec = "net:checkpoints/8x8,sims=800,solve=14".parse().unwrap();
         assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/8x8".into(), solve_max_stones: 14, tuning });

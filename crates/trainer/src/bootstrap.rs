@@ -10,7 +10,7 @@
 use std::sync::atomic::AtomicBool;
 
 use konane_nn::train::Learner;
-use konane_players::PlayerSpec;
+use konane_players::{BaselineFactory, PlayerFactory};
 use konane_rules::{Position, Size};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::TrainError;
 use crate::config::{BootstrapConfig, TrainingConfig};
 use crate::replay::{PackedSample, ReplayBuffer, StepPlan};
-use crate::selfplay::derive_seed;
+use crate::selfplay::{Stream, derive_seed};
 
 /// What the bootstrap phase did.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -41,14 +41,19 @@ pub struct BootstrapReport {
 }
 
 /// Labels `config.positions` positions with `teacher`.
-pub fn label_positions(teacher: &PlayerSpec, config: &BootstrapConfig, sizes: &[Size], seed: u64) -> Vec<PackedSample> {
+pub fn label_positions(
+    teacher: &BaselineFactory,
+    config: &BootstrapConfig,
+    sizes: &[Size],
+    seed: u64,
+) -> Vec<PackedSample> {
     let mut out = Vec::with_capacity(config.positions);
     let mut game = 0u64;
     let mut round_start = 0;
     while out.len() < config.positions {
         let size = sizes[game as usize % sizes.len()];
-        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, 0, game, 5));
-        let mut player = teacher.build(derive_seed(seed, 0, game, 6)).expect("a baseline teacher");
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, 0, game, Stream::BootstrapMoves));
+        let mut player = teacher.build(derive_seed(seed, 0, game, Stream::BootstrapTeacher));
         let limits = player.limits();
         let mut position = Position::start(size);
         while !position.is_over() && out.len() < config.positions {
@@ -83,7 +88,7 @@ pub fn label_positions(teacher: &PlayerSpec, config: &BootstrapConfig, sizes: &[
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     learner: &mut Learner,
-    teacher: &PlayerSpec,
+    teacher: &BaselineFactory,
     config: &BootstrapConfig,
     training: &TrainingConfig,
     sizes: &[Size],
@@ -94,13 +99,16 @@ pub fn run(
     let start = std::time::Instant::now();
     let samples = label_positions(teacher, config, sizes, seed);
     if samples.is_empty() {
-        return Err(TrainError::Other(format!("bootstrap: the teacher {teacher} found no position to label")));
+        return Err(TrainError::Other(format!(
+            "bootstrap: the teacher {} found no position to label",
+            teacher.label()
+        )));
     }
     let label_seconds = start.elapsed().as_secs_f64();
     let mut window = ReplayBuffer::new(samples.len());
     let positions = samples.len();
     window.extend(samples);
-    let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, 0, 0, 8));
+    let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, 0, 0, Stream::BootstrapBatches));
     let tenth = (config.steps / 10).max(1);
     let (mut first, mut last, mut last_value) = (0.0, 0.0, 0.0);
     let train_start = std::time::Instant::now();

@@ -12,8 +12,8 @@ use konane_mcts::SearchConfig;
 use konane_nn::Backend;
 use konane_nn::NetConfig;
 use konane_nn::train::{OptimizerKind, OptimizerSettings};
-use konane_players::PlayerSpec;
 use konane_players::arena::max_threads;
+use konane_players::{BaselineFactory, PlayerSpec};
 use konane_rules::Size;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -488,7 +488,7 @@ pub struct Resolved {
     /// Evaluation opponents.
     pub opponents: Vec<PlayerSpec>,
     /// The bootstrap teacher, if any.
-    pub teacher: Option<PlayerSpec>,
+    pub teacher: Option<BaselineFactory>,
     /// Worker threads (0 resolved to the core count).
     pub threads: usize,
 }
@@ -673,13 +673,13 @@ impl TrainConfig {
             Some(b) => {
                 let spec =
                     b.teacher.parse::<PlayerSpec>().map_err(|err| ("bootstrap.teacher".to_string(), err.reason))?;
-                if matches!(spec.kind, konane_players::spec::PlayerKind::Net { .. }) {
+                let Some(teacher) = spec.baseline() else {
                     return fail("bootstrap.teacher", "the teacher must be a baseline player (not net:)".into());
-                }
+                };
                 check("bootstrap.positions", b.positions, 1..=10_000_000)?;
                 check("bootstrap.steps", b.steps, 0..=1_000_000)?;
                 check("bootstrap.random_move_probability", b.random_move_probability, 0.0..=1.0)?;
-                Some(spec)
+                Some(teacher)
             }
         };
         let threads = if self.threads == 0 { konane_players::arena::cores() } else { self.threads };

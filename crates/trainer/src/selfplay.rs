@@ -30,13 +30,42 @@ use serde::{Deserialize, Serialize};
 use crate::config::SelfPlayConfig;
 use crate::replay::PackedSample;
 
+/// The random streams of a run. Each draws from its own seed, derived from
+/// the run's seed, the iteration, an index and the stream's number, so no
+/// two streams ever share draws: the determinism of a run (and of its
+/// resume) rests on these numbers being distinct, which this one list
+/// makes visible. The numbers are part of every seeded run's results:
+/// changing one changes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// A self-play game's search noise (index: the game).
+    GameSearch = 0,
+    /// A self-play game's move choices, openings and playout caps.
+    GameMoves = 1,
+    /// An iteration's training batches.
+    TrainingBatches = 2,
+    /// The anchor round robin at the start of a run.
+    AnchorMatches = 3,
+    /// An iteration's evaluation matches (index: the opponent, 0 for the
+    /// previous network).
+    EvaluationMatches = 4,
+    /// The bootstrap's game moves (index: the game).
+    BootstrapMoves = 5,
+    /// The bootstrap teacher's own seed (index: the game).
+    BootstrapTeacher = 6,
+    /// The bootstrap's training batches.
+    BootstrapBatches = 8,
+    /// The initial weights of a new run.
+    InitialWeights = 9,
+}
+
 /// A seed for `(master, iteration, index, stream)`, mixed so that nearby
 /// inputs give unrelated seeds (SplitMix64 finaliser).
-pub fn derive_seed(master: u64, iteration: u64, index: u64, stream: u64) -> u64 {
+pub fn derive_seed(master: u64, iteration: u64, index: u64, stream: Stream) -> u64 {
     let mut z = master
         .wrapping_add(iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15))
         .wrapping_add(index.wrapping_mul(0xD1B5_4A32_D192_ED03))
-        .wrapping_add(stream.wrapping_mul(0x94D0_49BB_1331_11EB));
+        .wrapping_add((stream as u64).wrapping_mul(0x94D0_49BB_1331_11EB));
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -266,9 +295,10 @@ impl<'a> Worker<'a> {
 
     fn start(&self, index: usize) -> Game {
         let config = self.job.config;
-        let seed = derive_seed(self.job.seed, self.job.iteration, index as u64, 0);
+        let seed = derive_seed(self.job.seed, self.job.iteration, index as u64, Stream::GameSearch);
         let size = self.job.sizes[index % self.job.sizes.len()];
-        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(self.job.seed, self.job.iteration, index as u64, 1));
+        let mut rng =
+            ChaCha8Rng::seed_from_u64(derive_seed(self.job.seed, self.job.iteration, index as u64, Stream::GameMoves));
         let (position, ply) = random_opening(size, config.random_opening_plies, &mut rng);
         let mut search = Search::new(config.search_config(), seed);
         search.set_root(position);

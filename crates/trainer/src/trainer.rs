@@ -23,7 +23,7 @@ use crate::evaluation;
 use crate::metrics::{self, IterationMetrics, Timing};
 use crate::replay::{ReplayBuffer, StepPlan};
 use crate::run::{self, BEST_FILE, NET_FILE, OPTIMIZER_FILE, PartialIteration, REPLAY_FILE, RunState};
-use crate::selfplay::{self, SelfPlayJob, derive_seed};
+use crate::selfplay::{self, SelfPlayJob, Stream, derive_seed};
 
 /// How to start (or continue) a run.
 pub struct TrainOptions {
@@ -306,8 +306,9 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
         net
     } else {
         let _guard = init_lock();
-        let net = pool(resolved.threads)?
-            .install(|| init_net(&config.network.net_config(), &device, derive_seed(config.seed, 0, 0, 9)));
+        let net = pool(resolved.threads)?.install(|| {
+            init_net(&config.network.net_config(), &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights))
+        });
         // burn initialises parameters lazily, at their first use, from a
         // process-wide generator: draw them now, under the lock, rather than
         // whenever self-play first runs (when another run may be drawing).
@@ -327,7 +328,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
             eval_size,
             config.evaluation.games,
             resolved.threads,
-            derive_seed(config.seed, 0, 0, 3),
+            derive_seed(config.seed, 0, 0, Stream::AnchorMatches),
         )?;
         tracing::info!(anchors = ?state.anchors, seconds = format!("{:.1}", started.elapsed().as_secs_f64()), "anchor round robin");
     } else {
@@ -631,7 +632,7 @@ impl Loop {
         let started = Instant::now();
         let training = &config.training;
         let done = partial.train_steps;
-        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, 2));
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, Stream::TrainingBatches));
         // Steps taken before a stop: draw their batches again, so the
         // stream continues where it stopped.
         let per_batch = config.replay.solved_openings_per_batch(training.batch_size);
@@ -841,7 +842,7 @@ impl Loop {
         }
         if e.previous_games > 0 {
             let old = evaluation::net_factory(previous, config.backend, e.simulations, search, "previous".into());
-            let seed = derive_seed(config.seed, iteration, 0, 4);
+            let seed = derive_seed(config.seed, iteration, 0, Stream::EvaluationMatches);
             let result = evaluation::play(&current, &old, size, e.previous_games, threads, seed, &on_game)?;
             previous_result = Some((result.elo_diff, result.score));
             results.push(result);
@@ -852,7 +853,7 @@ impl Loop {
                 bar.abandon();
                 return Ok(false);
             }
-            let seed = derive_seed(config.seed, iteration, k as u64 + 1, 4);
+            let seed = derive_seed(config.seed, iteration, k as u64 + 1, Stream::EvaluationMatches);
             let result = evaluation::play(&current, opponent.as_ref(), size, e.games, threads, seed, &on_game)?;
             let anchor = self.state.anchors.get(k).map_or(0.0, |a| a.1);
             against.push((anchor, result.wins, result.games));

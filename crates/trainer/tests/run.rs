@@ -280,9 +280,10 @@ fn the_teacher_bootstrap_learns_the_teachers_moves_and_stops_on_request() {
     use konane_trainer::bootstrap::{self, label_positions};
     use konane_trainer::config::BootstrapConfig;
 
-    let teacher: konane_players::PlayerSpec = "alphabeta:depth=2".parse().unwrap();
+    let spec: konane_players::PlayerSpec = "alphabeta:depth=2".parse().unwrap();
+    let teacher = spec.baseline().unwrap();
     let config =
-        BootstrapConfig { teacher: teacher.to_string(), positions: 300, steps: 40, random_move_probability: 0.25 };
+        BootstrapConfig { teacher: spec.to_string(), positions: 300, steps: 40, random_move_probability: 0.25 };
     let sizes = ["5x5".parse().unwrap()];
     let samples = label_positions(&teacher, &config, &sizes, 3);
     assert_eq!(samples.len(), 300);
