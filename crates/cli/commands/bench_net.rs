@@ -25,12 +25,12 @@ pub struct Args {
     /// the native kernels that searches on flex use (ndarray always does).
     #[arg(long)]
     burn: bool,
-    /// Residual blocks (0 to 40).
-    #[arg(long, default_value_t = 6)]
-    blocks: usize,
-    /// Channels (1 to 512).
-    #[arg(long, default_value_t = 64)]
-    channels: usize,
+    /// Residual blocks (0 to 40; default: the default network's, as `train` builds it).
+    #[arg(long)]
+    blocks: Option<usize>,
+    /// Channels (1 to 512; default: the default network's).
+    #[arg(long)]
+    channels: Option<usize>,
     /// Batch sizes to measure, each 1 to 4096 (at most 32 of them).
     #[arg(long, value_delimiter = ',', num_args = 1..=32, default_value = "1,8,32,128",
           value_parser = clap::value_parser!(u64).range(1..=4096))]
@@ -50,7 +50,12 @@ pub struct Args {
 /// matrix-multiply ceiling, then search simulations/s.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let size = args.size;
-    let config = NetConfig::new().with_blocks(args.blocks).with_channels(args.channels);
+    let default = NetConfig::default();
+    let config = NetConfig {
+        blocks: args.blocks.unwrap_or(default.blocks),
+        channels: args.channels.unwrap_or(default.channels),
+        ..default
+    };
     config.validate().context("--blocks/--channels")?;
     let net = init_net(&config, &args.backend.device(), 1);
     let positions = cycled_positions(size, 256);
@@ -91,7 +96,7 @@ fn inference(args: &Args, size: Size, config: &NetConfig, net: &Net, positions: 
     }
     // The ceiling: one tower convolution as a plain matrix product (im2col)
     // at batch 32, on the same backend and core.
-    let (m, k, n) = (32 * size.rows() * size.cols(), 9 * args.channels, args.channels);
+    let (m, k, n) = (32 * size.rows() * size.cols(), 9 * config.channels, config.channels);
     let ceiling = 2.0 * backend.matmul_multiply_adds_per_second(m, k, n, args.seconds);
     writeln!(
         out,

@@ -10,34 +10,39 @@
 
 use std::ops::RangeInclusive;
 
-use burn::config::Config;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::activation::{relu, tanh};
 use burn::tensor::{Device, Tensor};
 
+use serde::{Deserialize, Serialize};
+
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 
-/// Shape of the network. Saved in every checkpoint header, so a checkpoint
-/// rebuilds its own network.
-#[derive(Config, Debug, PartialEq)]
+/// Shape of the network: the `[network]` table of a training config, and
+/// saved in every checkpoint header, so a checkpoint rebuilds its own
+/// network. The default, b4c48, is the shape of the shipped networks and of
+/// `net:init`, `bench-net` and `train` alike.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct NetConfig {
     /// Residual blocks in the tower.
-    #[config(default = 6)]
     pub blocks: usize,
     /// Channels of the tower.
-    #[config(default = 64)]
     pub channels: usize,
     /// Channels of the policy head's hidden convolution.
-    #[config(default = 32)]
     pub policy_channels: usize,
     /// Channels pooled by the value head.
-    #[config(default = 32)]
     pub value_channels: usize,
     /// Width of the value head's hidden layer.
-    #[config(default = 64)]
     pub value_hidden: usize,
+}
+
+impl Default for NetConfig {
+    fn default() -> NetConfig {
+        NetConfig { blocks: 4, channels: 48, policy_channels: 32, value_channels: 32, value_hidden: 64 }
+    }
 }
 
 /// A network shape outside the sizes this project builds.
@@ -55,6 +60,36 @@ pub struct ShapeError {
 }
 
 impl NetConfig {
+    /// The default shape ([`NetConfig::default`]).
+    pub fn new() -> NetConfig {
+        NetConfig::default()
+    }
+
+    /// With `blocks` residual blocks.
+    pub fn with_blocks(self, blocks: usize) -> NetConfig {
+        NetConfig { blocks, ..self }
+    }
+
+    /// With `channels` in the tower.
+    pub fn with_channels(self, channels: usize) -> NetConfig {
+        NetConfig { channels, ..self }
+    }
+
+    /// With `policy_channels` in the policy head.
+    pub fn with_policy_channels(self, policy_channels: usize) -> NetConfig {
+        NetConfig { policy_channels, ..self }
+    }
+
+    /// With `value_channels` pooled by the value head.
+    pub fn with_value_channels(self, value_channels: usize) -> NetConfig {
+        NetConfig { value_channels, ..self }
+    }
+
+    /// With a value head hidden layer `value_hidden` wide.
+    pub fn with_value_hidden(self, value_hidden: usize) -> NetConfig {
+        NetConfig { value_hidden, ..self }
+    }
+
     /// Allowed residual blocks: deeper towers than 40 do not train on a CPU.
     pub const BLOCKS: RangeInclusive<usize> = 0..=40;
     /// Allowed tower channels (b40c512 holds 190 M weights, 0.75 GB).

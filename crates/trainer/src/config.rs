@@ -59,7 +59,7 @@ pub struct TrainConfig {
     /// Board sizes (`"6x6"`); games are dealt round-robin over a mix.
     pub sizes: Vec<String>,
     /// The network's shape.
-    pub network: NetworkConfig,
+    pub network: NetConfig,
     /// Self-play.
     pub selfplay: SelfPlayConfig,
     /// The replay window.
@@ -83,7 +83,7 @@ impl Default for TrainConfig {
             threads: 0,
             backend: Backend::Flex,
             sizes: vec!["6x6".into()],
-            network: NetworkConfig::default(),
+            network: NetConfig::default(),
             selfplay: SelfPlayConfig::default(),
             replay: ReplayConfig::default(),
             training: TrainingConfig::default(),
@@ -91,40 +91,6 @@ impl Default for TrainConfig {
             checkpoint: CheckpointConfig::default(),
             bootstrap: None,
         }
-    }
-}
-
-/// The network's shape ([`NetConfig`]'s fields).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct NetworkConfig {
-    /// Residual blocks.
-    pub blocks: usize,
-    /// Channels of the tower.
-    pub channels: usize,
-    /// Channels of the policy head's hidden convolution.
-    pub policy_channels: usize,
-    /// Channels pooled by the value head.
-    pub value_channels: usize,
-    /// Width of the value head's hidden layer.
-    pub value_hidden: usize,
-}
-
-impl Default for NetworkConfig {
-    fn default() -> Self {
-        NetworkConfig { blocks: 4, channels: 48, policy_channels: 32, value_channels: 32, value_hidden: 64 }
-    }
-}
-
-impl NetworkConfig {
-    /// The network crate's config.
-    pub fn net_config(&self) -> NetConfig {
-        NetConfig::new()
-            .with_blocks(self.blocks)
-            .with_channels(self.channels)
-            .with_policy_channels(self.policy_channels)
-            .with_value_channels(self.value_channels)
-            .with_value_hidden(self.value_hidden)
     }
 }
 
@@ -574,7 +540,7 @@ impl TrainConfig {
                 Err(e) => return fail("sizes", format!("'{text}': {e}")),
             }
         }
-        if let Err(e) = self.network.net_config().validate() {
+        if let Err(e) = self.network.validate() {
             return fail(&format!("network.{}", e.field), format!("{}: must be in {}..={}", e.value, e.start, e.end));
         }
         let s = &self.selfplay;

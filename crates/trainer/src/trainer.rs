@@ -182,7 +182,7 @@ pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
     let last = lp.config.iterations;
     tracing::info!(
         run = %lp.run_dir.display(),
-        net = %lp.config.network.net_config().name(),
+        net = %lp.config.network.name(),
         sizes = ?lp.config.sizes,
         threads = lp.resolved.threads,
         iterations = last,
@@ -306,9 +306,8 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
         net
     } else {
         let _guard = init_lock();
-        let net = pool(resolved.threads)?.install(|| {
-            init_net(&config.network.net_config(), &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights))
-        });
+        let net = pool(resolved.threads)?
+            .install(|| init_net(&config.network, &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights)));
         // burn initialises parameters lazily, at their first use, from a
         // process-wide generator: draw them now, under the lock, rather than
         // whenever self-play first runs (when another run may be drawing).
@@ -379,7 +378,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
 fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device) -> Result<Net, TrainError> {
     let file = checkpoint::resolve(path)?;
     let (net, header) = load_net_and_header(&file, device)?;
-    let wanted = config.network.net_config();
+    let wanted = config.network.clone();
     if header.net != wanted {
         return Err(TrainError::InitShape { file, found: header.net.name(), wanted: wanted.name() });
     }

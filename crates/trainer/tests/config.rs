@@ -36,7 +36,7 @@ fn shipped_configs_parse_and_the_quick_one_is_embedded() {
         let config = TrainConfig::load(&root.join(format!("{size}-refine.toml"))).unwrap();
         let net = konane_nn::checkpoint::resolve(&root.join("../checkpoints").join(size)).unwrap();
         let header = konane_nn::checkpoint::read_header(&net).unwrap();
-        assert_eq!(header.net, config.network.net_config(), "{size}");
+        assert_eq!(header.net, config.network.clone(), "{size}");
         assert_eq!(header.sizes, config.sizes, "{size}");
     }
     let quick = TrainConfig::quick();
