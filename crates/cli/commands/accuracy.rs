@@ -5,7 +5,7 @@ use std::io::Write;
 
 use konane_nn::Backend;
 use konane_nn::player::player_factories;
-use konane_players::PlayerSpec;
+use konane_nn::spec::PlayerSpec;
 use konane_players::accuracy::{sample_positions, score};
 use konane_rules::Size;
 

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use konane_files::write_atomically;
 use konane_nn::Backend;
 use konane_nn::player::player_factory;
-use konane_players::PlayerSpec;
+use konane_nn::spec::PlayerSpec;
 use konane_players::arena::{MatchConfig, MatchSummary, play_match};
 use konane_rules::Size;
 

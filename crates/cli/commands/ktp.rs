@@ -6,7 +6,7 @@ use std::io;
 use anyhow::Context;
 use konane_nn::Backend;
 use konane_nn::player::player_factory;
-use konane_players::PlayerSpec;
+use konane_nn::spec::PlayerSpec;
 use konane_players::ktp::KtpEngine;
 
 /// Arguments of `konane ktp`.

@@ -10,11 +10,10 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use konane_mcts::{Evaluator, MctsPlayer};
+use konane_mcts::{Evaluator, MctsPlayer, SearchPatch};
 use konane_nn::player::{NetFactory, load_model};
 use konane_nn::{Backend, checkpoint};
 use konane_players::ktp::{MAX_LINE, read_line_bounded};
-use konane_players::spec::SearchTuning;
 use konane_players::{Limits, Player};
 use konane_rules::{Cell, Color, GameRecord, Move, Position, Size, Symmetry};
 
@@ -82,8 +81,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let trained_size = header.as_ref().and_then(|h| h.sizes.first()).and_then(|s| s.parse::<Size>().ok());
     let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
-    let tuning = SearchTuning { symmetries: Some(args.sym as usize), ..SearchTuning::default() };
-    let factory = NetFactory::tuned(net, backend, limits, args.solve, tuning, label.clone())?
+    let patch = SearchPatch { solve_max_stones: Some(args.solve), ..SearchPatch::default() };
+    let factory = NetFactory::tuned(net, backend, limits, patch, args.sym as usize, label.clone())?
         .with_evaluator_threads(args.threads.unwrap_or_else(super::cores));
     let engine = factory.build_player(args.seed);
 

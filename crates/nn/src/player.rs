@@ -5,15 +5,14 @@ use std::path::Path;
 
 use burn::tensor::Device;
 use konane_mcts::search::SettingError;
-use konane_mcts::{MctsPlayer, ParallelEvaluator, SearchConfig, SymmetryEvaluator};
-use konane_players::arena::PlayerFactory;
-use konane_players::spec::{PlayerKind, SearchTuning};
-use konane_players::{Limits, Player, PlayerSpec};
+use konane_mcts::{MctsPlayer, ParallelEvaluator, SearchConfig, SearchPatch, SymmetryEvaluator};
+use konane_players::{Limits, Player, PlayerFactory};
 
 use crate::backend::Backend;
 use crate::checkpoint::{self, CheckpointError, NetHeader};
 use crate::evaluator::NetEvaluator;
 use crate::model::{Net, NetConfig};
+use crate::spec::{PlayerKind, PlayerSpec};
 
 /// A player that could not be built from its spec.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +20,12 @@ pub enum FactoryError {
     /// Its network file could not be loaded.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// The spec names no network.
+    #[error("{spec}: not a net: player")]
+    NotANetwork {
+        /// The player spec.
+        spec: String,
+    },
     /// Its search settings are out of range.
     #[error("{spec}: {error}")]
     Setting {
@@ -51,13 +56,6 @@ pub fn load_model(path: &str, device: &Device, seed: u64) -> Result<(Net, Option
 /// its batches split over one evaluator per thread.
 pub type NetPlayer = MctsPlayer<SymmetryEvaluator<ParallelEvaluator<NetEvaluator>>>;
 
-/// Leaves a single-evaluator network player gathers per network call when
-/// its spec sets no `batch=`. One: the native kernels run as fast a
-/// position at batch 1 as at 128, so larger batches only buy virtual-loss
-/// detours (on 8x8 at 800 simulations, batch 1 scored 88.5% against
-/// `alphabeta:ms=1000` where batch 16 scored 84.5%, same 200 games).
-pub const PLAYER_BATCH: usize = 1;
-
 /// Leaves per evaluator thread when a search splits its batches over
 /// several threads (`konane play`, `konane ktp`): each thread's share must
 /// be large enough to pay for handing it over.
@@ -74,9 +72,10 @@ pub struct NetFactory {
     network: String,
     seed: Option<u64>,
     evaluator_threads: usize,
-    /// What the spec set of the search: a set `batch=` is not grown by
-    /// more threads; `sym=` wraps the evaluator.
-    tuning: SearchTuning,
+    /// Whether the spec set `batch=`: such a batch is not grown by more threads.
+    batch_set: bool,
+    /// Symmetries each evaluation averages over (1: one random symmetry).
+    symmetries: usize,
     /// The header of the loaded file (`None` for `net:init`).
     pub header: Option<NetHeader>,
 }
@@ -95,7 +94,8 @@ impl NetFactory {
             label,
             seed: None,
             evaluator_threads: 1,
-            tuning: SearchTuning::default(),
+            batch_set: false,
+            symmetries: 1,
             header: None,
         }
     }
@@ -107,17 +107,16 @@ impl NetFactory {
     /// games in parallel on every core keep one thread and their batch.
     pub fn with_evaluator_threads(mut self, threads: usize) -> NetFactory {
         let threads = threads.max(1);
-        if self.tuning.batch_size.is_none() && threads > 1 {
+        if !self.batch_set && threads > 1 {
             self.search.batch_size = self.search.batch_size.max(LEAVES_PER_EVALUATOR_THREAD * threads);
         }
         self.evaluator_threads = threads;
         self
     }
 
-    /// A factory for a network player as a `net:` spec describes one:
-    /// the search defaults with `tuning`'s overrides (a single evaluator
-    /// gathering [`PLAYER_BATCH`] leaves unless `batch=` is set) and
-    /// leaves of at most `solve_max_stones` stones solved exactly.
+    /// A factory for a network player as a `net:` spec describes one: the
+    /// player's search ([`SearchConfig::default`]) with `patch` on it, each
+    /// evaluation averaged over `symmetries` board symmetries.
     ///
     /// # Errors
     /// A setting outside the search's ranges ([`SearchConfig::validate`]).
@@ -125,20 +124,14 @@ impl NetFactory {
         net: Net,
         backend: Backend,
         limits: Limits,
-        solve_max_stones: u32,
-        tuning: SearchTuning,
+        patch: SearchPatch,
+        symmetries: usize,
         label: String,
     ) -> Result<NetFactory, FactoryError> {
-        let defaults = SearchConfig::default();
-        let search = SearchConfig {
-            solve_max_stones,
-            c_puct: tuning.c_puct.unwrap_or(defaults.c_puct),
-            fpu_reduction: tuning.fpu_reduction.unwrap_or(defaults.fpu_reduction),
-            batch_size: tuning.batch_size.unwrap_or(PLAYER_BATCH),
-            ..defaults
-        };
+        let search = patch.apply(SearchConfig::default());
         search.validate().map_err(|error| FactoryError::Setting { spec: label.clone(), error })?;
-        Ok(NetFactory { tuning, ..NetFactory::new(net, backend, limits, search, label) })
+        let factory = NetFactory::new(net, backend, limits, search, label);
+        Ok(NetFactory { batch_set: patch.batch_size.is_some(), symmetries: symmetries.max(1), ..factory })
     }
 
     /// Loads the network a `net:` spec names (a file, a directory with a
@@ -148,11 +141,12 @@ impl NetFactory {
     /// The network file is missing, damaged or of another format, or a
     /// search setting is out of range.
     pub fn from_spec(spec: &PlayerSpec, backend: Backend) -> Result<NetFactory, FactoryError> {
-        let PlayerKind::Net { path, solve_max_stones, tuning } = &spec.kind else {
-            panic!("NetFactory::from_spec on a non-net spec {spec}");
+        let PlayerKind::Net { path, search, symmetries } = &spec.kind else {
+            return Err(FactoryError::NotANetwork { spec: spec.to_string() });
         };
         let (net, header, network) = load_model(path, &backend.device(), spec.seed_or(0))?;
-        let factory = NetFactory::tuned(net, backend, spec.limits, *solve_max_stones, *tuning, spec.to_string())?;
+        let symmetries = symmetries.unwrap_or(1);
+        let factory = NetFactory::tuned(net, backend, spec.limits, *search, symmetries, spec.to_string())?;
         Ok(NetFactory { seed: spec.seed, header, network, ..factory })
     }
 }
@@ -165,8 +159,7 @@ impl NetFactory {
         let evaluators = (0..self.evaluator_threads)
             .map(|_| NetEvaluator::for_backend(&self.net, self.backend).with_name(&self.network))
             .collect();
-        let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed)
-            .with_ensemble(self.tuning.symmetries.unwrap_or(1));
+        let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed).with_ensemble(self.symmetries);
         let raw_policy = self.limits.nodes == Some(0);
         let limits = if raw_policy { Limits { nodes: None, ..self.limits } } else { self.limits };
         MctsPlayer::new(evaluator, self.search.clone(), limits, seed, raw_policy)

@@ -253,17 +253,17 @@ fn tempdir() -> std::path::PathBuf {
 #[test]
 fn net_specs_tune_the_search_and_a_fixed_batch_stays_fixed() {
     use konane_mcts::SearchConfig;
-    use konane_nn::player::{LEAVES_PER_EVALUATOR_THREAD, NetFactory, PLAYER_BATCH};
+    use konane_nn::player::{LEAVES_PER_EVALUATOR_THREAD, NetFactory};
     let defaults = SearchConfig::default();
-    let spec: konane_players::PlayerSpec = "net:init,sims=50,c=2.5,fpu=0.1,batch=3".parse().unwrap();
+    let spec: konane_nn::spec::PlayerSpec = "net:init,sims=50,c=2.5,fpu=0.1,batch=3".parse().unwrap();
     let player = NetFactory::from_spec(&spec, Backend::Flex).unwrap().with_evaluator_threads(2).build_player(1);
     let config = player.search().config();
     assert_eq!((config.c_puct, config.fpu_reduction, config.batch_size), (2.5, 0.1, 3));
-    let spec: konane_players::PlayerSpec = "net:init,sims=50".parse().unwrap();
+    let spec: konane_nn::spec::PlayerSpec = "net:init,sims=50".parse().unwrap();
     let player = NetFactory::from_spec(&spec, Backend::Flex).unwrap().with_evaluator_threads(1).build_player(1);
     let config = player.search().config();
     assert_eq!((config.c_puct, config.fpu_reduction), (defaults.c_puct, defaults.fpu_reduction));
-    assert_eq!(config.batch_size, PLAYER_BATCH, "one evaluator searches one leaf at a time");
+    assert_eq!(config.batch_size, 1, "one evaluator searches one leaf at a time");
     let player = NetFactory::from_spec(&spec, Backend::Flex).unwrap().with_evaluator_threads(2).build_player(1);
     let config = player.search().config();
     assert_eq!(config.batch_size, LEAVES_PER_EVALUATOR_THREAD * 2, "two evaluator threads share a batch");

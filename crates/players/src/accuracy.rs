@@ -201,7 +201,7 @@ pub fn score(factory: &dyn PlayerFactory, set: &PositionSet, seed: u64) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PlayerSpec;
+    use crate::{Baseline, BaselineFactory};
 
     #[test]
     fn sampled_positions_are_solved_correctly_and_deterministic() {
@@ -225,8 +225,9 @@ mod tests {
     #[test]
     fn a_deep_search_is_perfect_and_random_play_is_not() {
         let set = sample_positions(Size::new_const(5, 5), 60, 1, u64::MAX);
-        let deep = "alphabeta:depth=30".parse::<PlayerSpec>().unwrap().baseline().unwrap();
-        let random = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
+        let deep_limits = Limits { depth: Some(30), ..Limits::default() };
+        let deep = BaselineFactory::new(Baseline::AlphaBeta, deep_limits, "alphabeta:depth=30");
+        let random = BaselineFactory::new(Baseline::Random, Limits::default(), "random");
         let deep = score(&deep, &set, 1).unwrap();
         assert_eq!(deep.correct, deep.positions, "depth 30 solves 5x5 endgames");
         assert!(deep.misses.is_empty());

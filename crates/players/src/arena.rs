@@ -354,7 +354,15 @@ impl MatchSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PlayerSpec;
+    use crate::{Baseline, BaselineFactory};
+
+    fn greedy() -> BaselineFactory {
+        BaselineFactory::new(Baseline::Greedy, Limits::default(), "greedy")
+    }
+
+    fn random() -> BaselineFactory {
+        BaselineFactory::new(Baseline::Random, Limits::default(), "random")
+    }
 
     #[test]
     fn wilson_and_elo_behave() {
@@ -381,8 +389,8 @@ mod tests {
     #[test]
     fn matches_are_reproducible_and_pairs_share_openings() {
         let config = MatchConfig { size: "6x6".parse().unwrap(), games: 8, threads: 2, seed: 3 };
-        let a = "greedy".parse::<PlayerSpec>().unwrap().baseline().unwrap();
-        let b = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
+        let a = greedy();
+        let b = random();
         let first = play_match(&a, &b, &config, &|_| {}).unwrap();
         let second = play_match(&a, &b, &config, &|_| {}).unwrap();
         for (x, y) in first.iter().zip(&second) {
@@ -397,8 +405,8 @@ mod tests {
 
     #[test]
     fn every_board_size_has_openings_and_plays_a_match() {
-        let a = "greedy".parse::<PlayerSpec>().unwrap().baseline().unwrap();
-        let b = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
+        let a = greedy();
+        let b = random();
         for cols in 1..=4 {
             for rows in 1..=4 {
                 let size = Size::new(cols, rows).unwrap();
@@ -447,7 +455,7 @@ mod tests {
     #[test]
     fn a_failing_search_ends_the_match_with_an_error() {
         let config = MatchConfig { size: "6x6".parse().unwrap(), games: 40, threads: 2, seed: 1 };
-        let random = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
+        let random = random();
         let played = std::sync::atomic::AtomicUsize::new(0);
         let error = play_match(&random, &BrokenFactory, &config, &|_| {
             played.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -484,7 +492,7 @@ mod tests {
     #[test]
     fn faulty_players_are_reported_not_scored() {
         let config = MatchConfig { size: "6x6".parse().unwrap(), games: 4, threads: 1, seed: 1 };
-        let random = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap();
+        let random = random();
         let results = play_match(&CheaterFactory, &random, &config, &|_| {}).unwrap();
         let summary = MatchSummary::new("cheater".into(), "random".into(), config.size, &results);
         assert_eq!(summary.faults.len(), 4);

@@ -4,9 +4,9 @@
 //!
 //! ```
 //! use konane_players::ktp::KtpEngine;
-//! use konane_players::{PlayerFactory, PlayerSpec};
+//! use konane_players::{Baseline, BaselineFactory, Limits, PlayerFactory};
 //!
-//! let player = "random".parse::<PlayerSpec>().unwrap().baseline().unwrap().build(1);
+//! let player = BaselineFactory::new(Baseline::Random, Limits::default(), "random").build(1);
 //! let mut engine = KtpEngine::new(player);
 //! let mut output = Vec::new();
 //! engine.run("newgame 4x4\n7 show\nquit\n".as_bytes(), &mut output).unwrap();
@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use konane_rules::{Position, Size};
 
-use crate::{Limits, Player, spec};
+use crate::{Limits, Player};
 
 /// The longest line read, in bytes. A 20x20 position command is about 450
 /// bytes, so anything longer is not a command; keeping only this much bounds
@@ -312,9 +312,9 @@ impl KtpEngine {
             }
         };
         match kind {
-            "nodes" => self.overrides.nodes = Some(positive(spec::MAX_NODES)?),
-            "movetime" => self.overrides.movetime = Some(Duration::from_millis(positive(spec::MAX_MOVETIME_MS)?)),
-            "depth" => self.overrides.depth = Some(positive(u64::from(spec::MAX_DEPTH))? as u32),
+            "nodes" => self.overrides.nodes = Some(positive(Limits::MAX_NODES)?),
+            "movetime" => self.overrides.movetime = Some(Duration::from_millis(positive(Limits::MAX_MOVETIME_MS)?)),
+            "depth" => self.overrides.depth = Some(positive(u64::from(Limits::MAX_DEPTH))? as u32),
             other => return Err(format!("unknown limit '{other}': {USAGE}")),
         }
         Ok(String::new())
@@ -391,17 +391,17 @@ mod tests {
     use konane_rules::Move;
 
     use super::*;
-    use crate::{Choice, PlayerFactory, PlayerSpec};
+    use crate::{Baseline, BaselineFactory, Choice, PlayerFactory};
 
     /// The player behind most tests: any real player works, since the tests
     /// check only that `genmove` answers a legal move.
-    const TEST_PLAYER: &str = "greedy";
+    const TEST_PLAYER: Baseline = Baseline::Greedy;
 
     const START_4X4: &str = "WBWB/BWBW/WBWB/BWBW b";
     const START_8X8: &str = "WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW b";
 
     fn engine() -> KtpEngine {
-        KtpEngine::new(TEST_PLAYER.parse::<PlayerSpec>().unwrap().baseline().unwrap().build(7))
+        KtpEngine::new(BaselineFactory::new(TEST_PLAYER, Limits::default(), "greedy").build(7))
     }
 
     /// The full protocol text answered to `line`.

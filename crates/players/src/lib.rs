@@ -1,6 +1,9 @@
-//! Players of Kōnane behind one interface, built from player-spec strings
-//! shared by every command (`random`, `greedy`, `alphabeta:depth=4`,
-//! `mcts:sims=2000`, ...), plus the KTP engine loop and the arena.
+//! Players of Kōnane behind one interface: the baselines (random, greedy,
+//! alpha-beta, UCT) as [`Baseline`]s with their [`Limits`], the KTP engine
+//! loop and the arena that matches any two [`PlayerFactory`]s. The player
+//! spec grammar (`alphabeta:depth=4`, `net:PATH,sims=800`) and the registry
+//! that builds every kind, networks included, are `konane_nn::spec` and
+//! `konane_nn::player`.
 #![deny(missing_docs)]
 
 pub mod accuracy;
@@ -9,7 +12,6 @@ pub mod arena;
 pub mod greedy;
 pub mod ktp;
 pub mod random;
-pub mod spec;
 pub mod uct;
 
 use std::time::{Duration, Instant};
@@ -17,7 +19,6 @@ use std::time::{Duration, Instant};
 use konane_rules::{Move, Position};
 
 pub use arena::PlayerFactory;
-pub use spec::{BaselineFactory, PlayerSpec, SpecError};
 
 /// How much a player may search for one move. Unset fields do not bound.
 /// For alpha-beta `nodes` counts positions searched; for MCTS, simulations.
@@ -32,6 +33,13 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Deepest `depth` a user may ask for (`depth=N`, `limit depth N`).
+    pub const MAX_DEPTH: u32 = 200;
+    /// Largest `nodes` a user may ask for (`sims=N`, `limit nodes N`).
+    pub const MAX_NODES: u64 = 1_000_000_000_000;
+    /// Longest `movetime` a user may ask for, in milliseconds: an hour a move.
+    pub const MAX_MOVETIME_MS: u64 = 3_600_000;
+
     /// Overrides the fields set in `other`.
     pub fn merged(self, other: Limits) -> Limits {
         Limits {
@@ -104,4 +112,58 @@ pub trait Player: Send {
 
     /// Forgets anything carried between moves (a new game starts).
     fn new_game(&mut self) {}
+}
+
+/// A baseline player, without a network: what it is and its settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Baseline {
+    /// Uniformly random moves.
+    Random,
+    /// One-ply: fewest replies for the opponent.
+    Greedy,
+    /// Iterative-deepening alpha-beta on mobility.
+    AlphaBeta,
+    /// UCT with random playouts.
+    Uct {
+        /// The exploration constant ([`uct::UctPlayer::EXPLORATION`]).
+        exploration: f64,
+    },
+}
+
+/// Builds a baseline player for each game: the arena's [`PlayerFactory`]
+/// for every kind of player this crate knows.
+#[derive(Clone, Debug)]
+pub struct BaselineFactory {
+    /// The player.
+    pub baseline: Baseline,
+    /// Its limits per move.
+    pub limits: Limits,
+    /// A seed that replaces the one each game passes (players with a fixed
+    /// seed play the same in every game).
+    pub seed: Option<u64>,
+    /// Its name in reports (the spec it was built from).
+    pub label: String,
+}
+
+impl PlayerFactory for BaselineFactory {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Player> {
+        let seed = self.seed.unwrap_or(seed);
+        match self.baseline {
+            Baseline::Random => Box::new(random::RandomPlayer::new(seed)),
+            Baseline::Greedy => Box::new(greedy::GreedyPlayer::new(seed)),
+            Baseline::AlphaBeta => Box::new(alphabeta::AlphaBetaPlayer::new(self.limits, seed)),
+            Baseline::Uct { exploration } => Box::new(uct::UctPlayer::new(self.limits, exploration, seed)),
+        }
+    }
+}
+
+impl BaselineFactory {
+    /// A factory of `baseline` under `limits`, named `label`.
+    pub fn new(baseline: Baseline, limits: Limits, label: impl Into<String>) -> BaselineFactory {
+        BaselineFactory { baseline, limits, seed: None, label: label.into() }
+    }
 }

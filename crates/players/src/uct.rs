@@ -106,6 +106,10 @@ pub struct UctPlayer {
 }
 
 impl UctPlayer {
+    /// Allowed exploration constants (`mcts:c=X`): beyond 100 the playouts
+    /// no longer steer the search.
+    pub const EXPLORATION: std::ops::RangeInclusive<f64> = 0.0..=100.0;
+
     /// A UCT player with default limits, exploration constant and seed.
     pub fn new(limits: Limits, exploration: f64, seed: u64) -> UctPlayer {
         UctPlayer {

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use konane_players::ktp::{KtpEngine, MAX_LINE};
-use konane_players::{PlayerFactory, PlayerSpec};
+use konane_players::{Baseline, BaselineFactory, Limits, PlayerFactory};
 use proptest::prelude::*;
 use proptest::test_runner::{RngSeed, TestRunner};
 
@@ -26,7 +26,7 @@ fn runner(default_cases: u32) -> TestRunner {
 }
 
 fn engine() -> KtpEngine {
-    KtpEngine::new("random".parse::<PlayerSpec>().unwrap().baseline().unwrap().build(1))
+    KtpEngine::new(BaselineFactory::new(Baseline::Random, Limits::default(), "random").build(1))
 }
 
 fn number() -> impl Strategy<Value = String> {

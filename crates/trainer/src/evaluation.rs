@@ -7,9 +7,10 @@
 
 use konane_mcts::SearchConfig;
 use konane_nn::player::NetFactory;
+use konane_nn::spec::PlayerSpec;
 use konane_nn::{Backend, Net};
+use konane_players::Limits;
 use konane_players::arena::{self, GameResult, MatchConfig, MatchSummary, PlayerFactory, bradley_terry_elo};
-use konane_players::{Limits, PlayerSpec};
 use konane_rules::Size;
 
 use crate::TrainError;

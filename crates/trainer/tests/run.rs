@@ -280,7 +280,7 @@ fn the_teacher_bootstrap_learns_the_teachers_moves_and_stops_on_request() {
     use konane_trainer::bootstrap::{self, label_positions};
     use konane_trainer::config::BootstrapConfig;
 
-    let spec: konane_players::PlayerSpec = "alphabeta:depth=2".parse().unwrap();
+    let spec: konane_nn::spec::PlayerSpec = "alphabeta:depth=2".parse().unwrap();
     let teacher = spec.baseline().unwrap();
     let config =
         BootstrapConfig { teacher: spec.to_string(), positions: 300, steps: 40, random_move_probability: 0.25 };

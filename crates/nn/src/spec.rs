@@ -1,38 +1,29 @@
-//! Player-spec strings: `kind[:key=value,...]`, shared by `eval`, `ktp` and
-//! the trainer's evaluation opponents.
+//! Player-spec strings, `kind[:key=value,...]`: one grammar for every
+//! command (`eval`, `ktp`, `tournament`, `accuracy`) and the trainer's
+//! evaluation opponents. It lives here, beside the registry that builds
+//! every kind ([`crate::player::player_factory`]), because a `net:` spec's
+//! options are a [`SearchPatch`] on the search's own settings.
+//!
+//! Every number has a range, checked as the spec is parsed: limits by
+//! [`Limits`]' bounds, search options by [`SearchConfig`]'s.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use konane_mcts::{SearchConfig, SearchPatch};
+use konane_players::uct::UctPlayer;
+use konane_players::{Baseline, BaselineFactory, Limits};
 use konane_rules::Symmetry;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
-
-use crate::alphabeta::AlphaBetaPlayer;
-use crate::arena::PlayerFactory;
-use crate::greedy::GreedyPlayer;
-use crate::random::RandomPlayer;
-use crate::uct::UctPlayer;
-use crate::{Limits, Player};
-
-/// Deepest `depth=N`.
-pub const MAX_DEPTH: u32 = 200;
-/// Longest `ms=N`: an hour a move.
-pub const MAX_MOVETIME_MS: u64 = 3_600_000;
-/// Largest `sims=N` / `nodes=N`.
-pub const MAX_NODES: u64 = 1_000_000_000_000;
-/// Largest `c=X` (the exploration constant of UCT and PUCT).
-pub const MAX_EXPLORATION: f32 = 100.0;
-/// Largest `fpu=X`.
-pub const MAX_FPU_REDUCTION: f32 = 10.0;
-/// Largest `batch=N`.
-pub const MAX_BATCH: usize = 4096;
 
 /// The forms a spec may take, for error messages.
 pub const VALID_FORMS: &str = "random | greedy | alphabeta:depth=N | alphabeta:ms=N | alphabeta:nodes=N | \
      mcts:sims=N | mcts:ms=N | net:PATH,sims=N | net:init,sims=N (options combine with commas, e.g. \
      alphabeta:depth=6,ms=500; any player takes seed=N; mcts takes c=X, the exploration constant; \
-     net sims=0 plays the raw policy, net solve=N solves search leaves of at most N stones exactly)";
+     net sims=0 plays the raw policy, net solve=N solves search leaves of at most N stones exactly, \
+     net c=X, fpu=X and batch=N tune the search, net sym=N averages N board symmetries)";
 
 /// A spec string that names no valid player.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -47,48 +38,21 @@ pub struct SpecError {
 /// Which player, and its settings.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PlayerKind {
-    /// Uniformly random moves.
-    Random,
-    /// One-ply: fewest replies for the opponent.
-    Greedy,
-    /// Iterative-deepening alpha-beta on mobility.
-    AlphaBeta,
-    /// UCT with random playouts.
-    Mcts {
-        /// UCT exploration constant.
-        exploration: f64,
-    },
-    /// PUCT guided by a network; built by `konane-nn`, which knows networks.
-    /// `limits.nodes == Some(0)` means the raw policy, without search.
+    /// A player without a network.
+    Baseline(Baseline),
+    /// PUCT guided by a network. `limits.nodes == Some(0)` means the raw
+    /// policy, without search.
     Net {
         /// A network file, a directory with a `LATEST` pointer, or `init`
         /// (fresh seeded weights of the default network).
         path: String,
-        /// Search leaves with at most this many stones are solved exactly
-        /// (`solve=N`; 0, the default, = off).
-        solve_max_stones: u32,
-        /// Search settings the spec overrides (`c=`, `fpu=`, `batch=`,
-        /// `sym=`); `None` keeps the search's defaults.
-        tuning: SearchTuning,
+        /// The search settings the spec sets (`c=`, `fpu=`, `batch=`,
+        /// `solve=`), on top of [`SearchConfig::default`].
+        search: SearchPatch,
+        /// Symmetries each evaluation averages over (`sym=`, 1 to 8; unset:
+        /// one random symmetry).
+        symmetries: Option<usize>,
     },
-}
-
-/// Search settings a `net:` spec may override, for tuning matches
-/// (`net:PATH,c=2,fpu=0.3,batch=4,sym=4`); unset fields keep the search defaults.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SearchTuning {
-    /// PUCT exploration constant (`c=`).
-    pub c_puct: Option<f32>,
-    /// First-play-urgency reduction (`fpu=`).
-    pub fpu_reduction: Option<f32>,
-    /// Leaves evaluated together (`batch=`): smaller batches search more
-    /// exactly (fewer virtual-loss detours); larger ones pay only where a
-    /// position costs less in a batch (burn's backends) or a search is
-    /// split over threads. Unset: the network player's default.
-    pub batch_size: Option<usize>,
-    /// Symmetries each evaluation averages over (`sym=`, 1 to 8): a less
-    /// noisy network at that many times the cost.
-    pub symmetries: Option<usize>,
 }
 
 /// A parsed player spec: a kind, its limits, and an optional fixed seed.
@@ -98,42 +62,21 @@ pub struct PlayerSpec {
     pub kind: PlayerKind,
     /// Default limits per move.
     pub limits: Limits,
-    /// A seed that overrides the one the caller passes to [`PlayerSpec::build`].
+    /// A seed that overrides the one each game passes.
     pub seed: Option<u64>,
     text: String,
 }
 
-/// Builds a baseline player (every kind but `net:`) for each game: the
-/// arena's [`PlayerFactory`] for specs this crate can build. `konane-nn`'s
-/// player registry builds every kind, networks included.
-#[derive(Clone, Debug)]
-pub struct BaselineFactory(PlayerSpec);
-
-impl PlayerFactory for BaselineFactory {
-    fn label(&self) -> String {
-        self.0.to_string()
-    }
-
-    /// The player, seeded with the spec's own seed if it has one, else
-    /// with `seed`.
-    fn build(&self, seed: u64) -> Box<dyn Player> {
-        let spec = &self.0;
-        let seed = spec.seed.unwrap_or(seed);
-        match spec.kind {
-            PlayerKind::Random => Box::new(RandomPlayer::new(seed)),
-            PlayerKind::Greedy => Box::new(GreedyPlayer::new(seed)),
-            PlayerKind::AlphaBeta => Box::new(AlphaBetaPlayer::new(spec.limits, seed)),
-            PlayerKind::Mcts { exploration } => Box::new(UctPlayer::new(spec.limits, exploration, seed)),
-            PlayerKind::Net { .. } => unreachable!("BaselineFactory holds no net: spec"),
-        }
-    }
-}
-
 impl PlayerSpec {
     /// The factory of a baseline player; `None` for a `net:` spec, which
-    /// needs a network (`konane_nn::player::player_factory`).
+    /// needs its network loaded ([`crate::player::player_factory`]).
     pub fn baseline(&self) -> Option<BaselineFactory> {
-        (!matches!(self.kind, PlayerKind::Net { .. })).then(|| BaselineFactory(self.clone()))
+        match self.kind {
+            PlayerKind::Baseline(baseline) => {
+                Some(BaselineFactory { baseline, limits: self.limits, seed: self.seed, label: self.text.clone() })
+            }
+            PlayerKind::Net { .. } => None,
+        }
     }
 
     /// The seed to build with: the spec's own, else `seed`.
@@ -151,6 +94,21 @@ impl PlayerSpec {
 impl fmt::Display for PlayerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
+    }
+}
+
+/// As its text, so a config holds specs as strings.
+impl Serialize for PlayerSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+/// From its text; a bad spec is an error naming the bad part.
+impl<'de> Deserialize<'de> for PlayerSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<PlayerSpec, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(|e: SpecError| serde::de::Error::custom(format!("'{text}': {}", e.reason)))
     }
 }
 
@@ -188,8 +146,8 @@ impl FromStr for PlayerSpec {
         let mut limits = Limits::default();
         let mut seed = None;
         let mut exploration = 1.0;
-        let mut solve_max_stones = 0;
-        let mut tuning = SearchTuning::default();
+        let mut search = SearchPatch::default();
+        let mut symmetries = None;
         for option in options.into_iter().flat_map(|o| o.split(',')) {
             let (key, value) =
                 option.split_once('=').ok_or_else(|| fail(format!("option '{option}' is not key=value")))?;
@@ -208,54 +166,56 @@ impl FromStr for PlayerSpec {
             };
             // Bounded well inside f32's range, the type the searches use,
             // so no number finite as f64 but infinite as f32 (1e39) passes.
-            let non_negative = |max: f32| -> Result<f64, SpecError> {
-                value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|x| (0.0..=f64::from(max)).contains(x))
-                    .ok_or_else(|| fail(format!("{key}={value}: a number from 0 to {max}")))
-            };
+            let number =
+                |range: std::ops::RangeInclusive<f64>| -> Result<f64, SpecError> {
+                    value.parse::<f64>().ok().filter(|x| range.contains(x)).ok_or_else(|| {
+                        fail(format!("{key}={value}: a number from {} to {}", range.start(), range.end()))
+                    })
+                };
+            let float_range =
+                |range: &std::ops::RangeInclusive<f32>| f64::from(*range.start())..=f64::from(*range.end());
             match key {
-                "depth" => limits.depth = Some(at_most(MAX_DEPTH as u64, "")? as u32),
-                "ms" => limits.movetime = Some(Duration::from_millis(at_most(MAX_MOVETIME_MS, "")?)),
+                "depth" => limits.depth = Some(at_most(u64::from(Limits::MAX_DEPTH), "")? as u32),
+                "ms" => limits.movetime = Some(Duration::from_millis(at_most(Limits::MAX_MOVETIME_MS, "")?)),
                 "sims" if kind == "net" && value == "0" => limits.nodes = Some(0),
-                "nodes" | "sims" => limits.nodes = Some(at_most(MAX_NODES, "")?),
-                "fpu" => tuning.fpu_reduction = Some(non_negative(MAX_FPU_REDUCTION)? as f32),
-                "batch" => tuning.batch_size = Some(at_most(MAX_BATCH as u64, "")? as usize),
-                "sym" => tuning.symmetries = Some(at_most(Symmetry::ALL.len() as u64, "a board has ")? as usize),
-                "c" if kind == "net" => tuning.c_puct = Some(non_negative(MAX_EXPLORATION)? as f32),
-                "c" => exploration = non_negative(MAX_EXPLORATION)?,
+                "nodes" | "sims" => limits.nodes = Some(at_most(Limits::MAX_NODES, "")?),
+                "fpu" => search.fpu_reduction = Some(number(float_range(&SearchConfig::FPU_REDUCTION))? as f32),
+                "batch" => search.batch_size = Some(at_most(*SearchConfig::BATCH_SIZE.end() as u64, "")? as usize),
+                "sym" => symmetries = Some(at_most(Symmetry::ALL.len() as u64, "a board has ")? as usize),
+                "c" if kind == "net" => search.c_puct = Some(number(float_range(&SearchConfig::C_PUCT))? as f32),
+                "c" => exploration = number(UctPlayer::EXPLORATION)?,
                 "seed" => seed = Some(value.parse().map_err(|_| fail(format!("seed={value}: a whole number")))?),
                 "solve" => {
-                    solve_max_stones = value
+                    let stones = value
                         .parse::<u32>()
                         .ok()
-                        .filter(|&n| n <= 400)
-                        .ok_or_else(|| fail(format!("solve={value}: a number of stones from 0 to 400")))?
+                        .filter(|n| SearchConfig::SOLVE_MAX_STONES.contains(n))
+                        .ok_or_else(|| fail(format!("solve={value}: a number of stones from 0 to 400")))?;
+                    search.solve_max_stones = Some(stones);
                 }
                 _ => unreachable!("checked against the allowed keys"),
             }
         }
         let kind = match kind {
-            "random" => PlayerKind::Random,
-            "greedy" => PlayerKind::Greedy,
+            "random" => PlayerKind::Baseline(Baseline::Random),
+            "greedy" => PlayerKind::Baseline(Baseline::Greedy),
             "alphabeta" => {
                 if limits == Limits::default() {
                     limits.depth = Some(4);
                 }
-                PlayerKind::AlphaBeta
+                PlayerKind::Baseline(Baseline::AlphaBeta)
             }
             "net" => {
                 if limits.nodes.is_none() && limits.movetime.is_none() {
                     limits.nodes = Some(800);
                 }
-                PlayerKind::Net { path: net_path.expect("set for net above"), solve_max_stones, tuning }
+                PlayerKind::Net { path: net_path.expect("set for net above"), search, symmetries }
             }
             _ => {
                 if limits.nodes.is_none() && limits.movetime.is_none() {
                     limits.nodes = Some(1000);
                 }
-                PlayerKind::Mcts { exploration }
+                PlayerKind::Baseline(Baseline::Uct { exploration })
             }
         };
         Ok(PlayerSpec { kind, limits, seed, text: text.to_string() })
@@ -269,27 +229,28 @@ mod tests {
     #[test]
     fn good_specs_parse() {
         let spec: PlayerSpec = "alphabeta:depth=6,ms=500".parse().unwrap();
-        assert_eq!(spec.kind, PlayerKind::AlphaBeta);
+        assert_eq!(spec.kind, PlayerKind::Baseline(Baseline::AlphaBeta));
         assert_eq!(spec.limits.depth, Some(6));
         assert_eq!(spec.limits.movetime, Some(Duration::from_millis(500)));
         let spec: PlayerSpec = "mcts:sims=2000,c=1.4,seed=9".parse().unwrap();
         assert_eq!(spec.limits.nodes, Some(2000));
         assert_eq!(spec.seed, Some(9));
-        assert_eq!(spec.kind, PlayerKind::Mcts { exploration: 1.4 });
+        assert_eq!(spec.kind, PlayerKind::Baseline(Baseline::Uct { exploration: 1.4 }));
         assert_eq!("alphabeta".parse::<PlayerSpec>().unwrap().limits.depth, Some(4));
         let spec: PlayerSpec = "net:checkpoints/6x6,sims=0".parse().unwrap();
-        let tuning = SearchTuning::default();
-        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/6x6".into(), solve_max_stones: 0, tuning });
+        let search = SearchPatch::default();
+        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/6x6".into(), search, symmetries: None });
         assert_eq!(spec.limits.nodes, Some(0));
         assert!(spec.baseline().is_none());
         assert!("greedy".parse::<PlayerSpec>().unwrap().baseline().is_some());
         assert_eq!("net:init".parse::<PlayerSpec>().unwrap().limits.nodes, Some(800));
         let spec: PlayerSpec = "net:checkpoints/8x8,sims=800,solve=14".parse().unwrap();
-        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/8x8".into(), solve_max_stones: 14, tuning });
+        let search = SearchPatch { solve_max_stones: Some(14), ..SearchPatch::default() };
+        assert_eq!(spec.kind, PlayerKind::Net { path: "checkpoints/8x8".into(), search, symmetries: None });
         let spec: PlayerSpec = "net:n.knet,c=2.5,fpu=0,batch=4,sym=8".parse().unwrap();
-        let tuning =
-            SearchTuning { c_puct: Some(2.5), fpu_reduction: Some(0.0), batch_size: Some(4), symmetries: Some(8) };
-        assert_eq!(spec.kind, PlayerKind::Net { path: "n.knet".into(), solve_max_stones: 0, tuning });
+        let search =
+            SearchPatch { c_puct: Some(2.5), fpu_reduction: Some(0.0), batch_size: Some(4), ..SearchPatch::default() };
+        assert_eq!(spec.kind, PlayerKind::Net { path: "n.knet".into(), search, symmetries: Some(8) });
     }
 
     #[test]
