@@ -145,7 +145,7 @@ fn every_number_has_a_range() {
         ("selfplay.parallel_games", "1000000000000", &["selfplay.parallel_games", "at most 4096"]),
         ("network.channels", "1000000", &["network.channels", "1..=512"]),
         ("training.lr", "1e30", &["training.lr", "at most 10"]),
-        ("selfplay.fpu_reduction", "nan", &["selfplay.fpu_reduction"]),
+        ("selfplay.search.fpu_reduction", "nan", &["selfplay.search.fpu_reduction"]),
         ("threads", "4096", &["threads"]),
         ("replay.window", "100000000000", &["replay.window"]),
     ] {

@@ -131,7 +131,7 @@ impl SearchConfig {
     /// # Errors
     /// The first field out of range.
     pub fn validate(&self) -> Result<(), SettingError> {
-        fn check<T: PartialOrd + std::fmt::Debug>(
+        fn check<T: PartialOrd + std::fmt::Display>(
             field: &'static str,
             value: T,
             range: RangeInclusive<T>,
@@ -141,8 +141,8 @@ impl SearchConfig {
             } else {
                 Err(SettingError {
                     field,
-                    value: format!("{value:?}"),
-                    range: format!("{:?}..={:?}", range.start(), range.end()),
+                    value: value.to_string(),
+                    range: format!("[{}, {}]", range.start(), range.end()),
                 })
             }
         }

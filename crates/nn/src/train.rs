@@ -42,21 +42,22 @@ pub enum OptimizerKind {
     Sgd,
 }
 
-/// Optimizer settings.
+/// What a [`Learner`] steps with: its optimizer and the loss's weighting.
+/// The `[training.learner]` table of a training config.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct OptimizerSettings {
+#[serde(deny_unknown_fields, default)]
+pub struct LearnerConfig {
     /// Which optimizer.
-    pub kind: OptimizerKind,
-    /// L2 / weight decay.
+    pub optimizer: OptimizerKind,
+    /// L2 / decoupled weight decay.
     pub weight_decay: f32,
     /// Weight of the value loss against the policy loss.
     pub value_weight: f32,
 }
 
-impl Default for OptimizerSettings {
+impl Default for LearnerConfig {
     fn default() -> Self {
-        OptimizerSettings { kind: OptimizerKind::Adamw, weight_decay: 1e-4, value_weight: 1.0 }
+        LearnerConfig { optimizer: OptimizerKind::Adamw, weight_decay: 1e-4, value_weight: 1.0 }
     }
 }
 
@@ -78,16 +79,16 @@ pub struct Losses {
 pub struct Learner {
     net: Option<Net>,
     optimizer: ModuleOptimizer,
-    settings: OptimizerSettings,
+    settings: LearnerConfig,
     device: Device,
     moves: MoveList,
 }
 
 impl Learner {
     /// Moves `net` to the training device of `backend`.
-    pub fn new(net: Net, backend: Backend, settings: OptimizerSettings) -> Learner {
+    pub fn new(net: Net, backend: Backend, settings: LearnerConfig) -> Learner {
         let device = backend.autodiff_device();
-        let optimizer = match settings.kind {
+        let optimizer = match settings.optimizer {
             OptimizerKind::Adamw => AdamWConfig::new().with_weight_decay(settings.weight_decay).init(),
             OptimizerKind::Sgd => SgdConfig::new()
                 .with_weight_decay(Some(burn::optim::decay::WeightDecayConfig::new(settings.weight_decay)))

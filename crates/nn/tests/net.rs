@@ -7,7 +7,7 @@ use std::fs;
 use konane_mcts::Evaluator;
 use konane_nn::checkpoint::{self, CheckpointError, FORMAT_VERSION, NetHeader};
 use konane_nn::encoding::policy_len;
-use konane_nn::train::{Learner, OptimizerSettings, Sample};
+use konane_nn::train::{Learner, LearnerConfig, Sample};
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
 use konane_rules::{Position, Size};
 
@@ -217,7 +217,7 @@ fn directories_resolve_through_their_latest_pointer() {
 #[test]
 fn training_steps_fit_a_fixed_batch() {
     let net = init_net(&tiny(), &Backend::Flex.device(), 2);
-    let mut learner = Learner::new(net, Backend::Flex, OptimizerSettings::default());
+    let mut learner = Learner::new(net, Backend::Flex, LearnerConfig::default());
     let batch: Vec<Sample> = positions("5x5".parse().unwrap(), 8)
         .into_iter()
         .enumerate()

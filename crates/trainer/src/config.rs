@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use konane_mcts::SearchConfig;
+use konane_mcts::{SearchConfig, SearchPatch};
 use konane_nn::Backend;
 use konane_nn::NetConfig;
 use konane_nn::spec::PlayerSpec;
-use konane_nn::train::{OptimizerKind, OptimizerSettings};
+use konane_nn::train::LearnerConfig;
 use konane_players::BaselineFactory;
 use konane_players::arena::max_threads;
 use konane_rules::Size;
@@ -105,24 +105,17 @@ pub struct SelfPlayConfig {
     pub parallel_games: usize,
     /// New simulations per move (the tree of the previous move is reused).
     pub simulations: u64,
-    /// Leaves gathered from one game's tree per network call.
-    pub leaves_per_game: usize,
-    /// PUCT exploration constant.
-    pub c_puct: f32,
-    /// First-play urgency reduction.
-    pub fpu_reduction: f32,
+    /// The search of every move: `[selfplay.search]`, the keys of
+    /// [`SearchConfig`] over [`SearchConfig::self_play`]. Its `batch_size`
+    /// is the leaves gathered from one game's tree per network call.
+    #[serde(deserialize_with = "self_play_search")]
+    pub search: SearchConfig,
     /// Temperature of the move choice for the first `temperature_plies` plies.
     pub temperature: f32,
     /// Plies played at `temperature`; later moves use `final_temperature`.
     pub temperature_plies: u32,
     /// Temperature after `temperature_plies` (0: the most visited move).
     pub final_temperature: f32,
-    /// Root Dirichlet noise concentration (about 10 / typical legal moves).
-    pub dirichlet_alpha: f32,
-    /// Root noise weight (0 turns it off).
-    pub dirichlet_epsilon: f32,
-    /// Tree size cap per game, in nodes (40 bytes each).
-    pub max_nodes: usize,
     /// Playout-cap randomisation (KataGo): the share of moves searched with
     /// `simulations` and recorded as training samples; the other moves get
     /// `fast_simulations` and are not recorded. 1 turns it off.
@@ -163,15 +156,10 @@ impl Default for SelfPlayConfig {
             games: 200,
             parallel_games: 32,
             simulations: 200,
-            leaves_per_game: 8,
-            c_puct: 1.5,
-            fpu_reduction: 0.2,
+            search: SearchConfig::self_play(),
             temperature: 1.0,
             temperature_plies: 12,
             final_temperature: 0.0,
-            dirichlet_alpha: 0.5,
-            dirichlet_epsilon: 0.25,
-            max_nodes: 1 << 20,
             full_search_probability: 1.0,
             fast_simulations: 32,
             solver_max_stones: 0,
@@ -184,23 +172,15 @@ impl Default for SelfPlayConfig {
 }
 
 impl SelfPlayConfig {
-    /// The search settings of one self-play game.
-    pub fn search_config(&self) -> SearchConfig {
-        SearchConfig {
-            c_puct: self.c_puct,
-            fpu_reduction: self.fpu_reduction,
-            dirichlet_alpha: self.dirichlet_alpha,
-            dirichlet_epsilon: self.dirichlet_epsilon,
-            batch_size: self.leaves_per_game,
-            max_nodes: self.max_nodes,
-            ..SearchConfig::default()
-        }
-    }
-
     /// The temperature of the move at `ply` (0-based, openings included).
     pub fn temperature_at(&self, ply: u32) -> f32 {
         if ply < self.temperature_plies { self.temperature } else { self.final_temperature }
     }
+}
+
+/// `[selfplay.search]`: the keys it sets, over [`SearchConfig::self_play`].
+fn self_play_search<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<SearchConfig, D::Error> {
+    Ok(SearchPatch::deserialize(deserializer)?.apply(SearchConfig::self_play()))
 }
 
 /// The replay window.
@@ -280,12 +260,8 @@ pub struct TrainingConfig {
     pub lr_step_every: u64,
     /// Factor of each decay of the step schedule.
     pub lr_step_factor: f64,
-    /// `adamw` or `sgd` (Nesterov momentum 0.9).
-    pub optimizer: OptimizerKind,
-    /// L2 / decoupled weight decay.
-    pub weight_decay: f32,
-    /// Weight of the value loss against the policy loss.
-    pub value_weight: f32,
+    /// The optimizer and the loss weighting: `[training.learner]`.
+    pub learner: LearnerConfig,
 }
 
 impl Default for TrainingConfig {
@@ -298,19 +274,12 @@ impl Default for TrainingConfig {
             lr_final: 1e-4,
             lr_step_every: 10_000,
             lr_step_factor: 0.3,
-            optimizer: OptimizerKind::Adamw,
-            weight_decay: 1e-4,
-            value_weight: 1.0,
+            learner: LearnerConfig::default(),
         }
     }
 }
 
 impl TrainingConfig {
-    /// The optimizer settings of the network crate.
-    pub fn optimizer_settings(&self) -> OptimizerSettings {
-        OptimizerSettings { kind: self.optimizer, weight_decay: self.weight_decay, value_weight: self.value_weight }
-    }
-
     /// The learning rate at global step `step` of a run of `total_steps`.
     pub fn lr_at(&self, step: u64, total_steps: u64) -> f64 {
         match self.lr_schedule {
@@ -467,7 +436,7 @@ impl TrainConfig {
     /// Syntax errors, unknown keys, wrong types and out-of-range values,
     /// each naming the key.
     pub fn parse(text: &str, origin: &str) -> Result<TrainConfig, ConfigError> {
-        let config: TrainConfig = toml::from_str(text).map_err(|e| {
+        let syntax = |text: &str, e: toml::de::Error| {
             let key = e.span().map(|span| key_at(text, span.start)).unwrap_or_else(|| "(file)".into());
             let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
             let reason = match line {
@@ -475,7 +444,22 @@ impl TrainConfig {
                 None => e.message().trim().to_string(),
             };
             ConfigError::Invalid { origin: origin.into(), key, reason }
+        };
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| syntax(text, e))?;
+        let migrated = migrate_flat_keys(&mut table).map_err(|(key, reason)| ConfigError::Invalid {
+            origin: origin.into(),
+            key,
+            reason,
         })?;
+        let rewritten;
+        let text = if migrated.is_empty() {
+            text
+        } else {
+            tracing::info!(%origin, keys = ?migrated, "config in the flat layout of before [selfplay.search] and [training.learner]: read as moved there");
+            rewritten = toml::to_string(&table).expect("a parsed table serialises");
+            &rewritten
+        };
+        let config: TrainConfig = toml::from_str(text).map_err(|e| syntax(text, e))?;
         config.resolve().map_err(|(key, reason)| ConfigError::Invalid { origin: origin.into(), key, reason })?;
         Ok(config)
     }
@@ -548,15 +532,13 @@ impl TrainConfig {
         check("selfplay.games", s.games, 1..=1_000_000)?;
         check("selfplay.parallel_games", s.parallel_games, 1..=4096)?;
         check("selfplay.simulations", s.simulations, 1..=1_000_000)?;
-        check("selfplay.leaves_per_game", s.leaves_per_game, SearchConfig::BATCH_SIZE)?;
-        check("selfplay.c_puct", s.c_puct, SearchConfig::C_PUCT)?;
-        check("selfplay.fpu_reduction", s.fpu_reduction, SearchConfig::FPU_REDUCTION)?;
+        if let Err(e) = s.search.validate() {
+            return fail(&format!("selfplay.search.{}", e.field), format!("{}: must be in {}", e.value, e.range));
+        }
+        // A game's tree needs room for a few moves' children.
+        check("selfplay.search.max_nodes", s.search.max_nodes, 1000..=*SearchConfig::MAX_NODES.end())?;
         check("selfplay.temperature", s.temperature, 0.0..=100.0)?;
         check("selfplay.final_temperature", s.final_temperature, 0.0..=100.0)?;
-        check("selfplay.dirichlet_alpha", s.dirichlet_alpha, SearchConfig::DIRICHLET_ALPHA)?;
-        check("selfplay.dirichlet_epsilon", s.dirichlet_epsilon, SearchConfig::DIRICHLET_EPSILON)?;
-        // A game's tree needs room for a few moves' children.
-        check("selfplay.max_nodes", s.max_nodes, 1000..=*SearchConfig::MAX_NODES.end())?;
         if !(s.full_search_probability > 0.0 && s.full_search_probability <= 1.0) {
             return fail(
                 "selfplay.full_search_probability",
@@ -600,8 +582,8 @@ impl TrainConfig {
         if !(t.lr_step_factor > 0.0 && t.lr_step_factor <= 1.0) {
             return fail("training.lr_step_factor", format!("{}: must be in (0, 1]", t.lr_step_factor));
         }
-        check("training.weight_decay", t.weight_decay, 0.0..=1.0)?;
-        check("training.value_weight", t.value_weight, 0.0..=100.0)?;
+        check("training.learner.weight_decay", t.learner.weight_decay, 0.0..=1.0)?;
+        check("training.learner.value_weight", t.learner.value_weight, 0.0..=100.0)?;
         let e = &self.evaluation;
         if e.opponents.len() > 16 {
             return fail("evaluation.opponents", format!("{} opponents: at most 16", e.opponents.len()));
@@ -661,6 +643,52 @@ impl TrainConfig {
         keys.dedup();
         keys
     }
+}
+
+/// Keys that configs written before `[selfplay.search]` and
+/// `[training.learner]` held in the table above, with where they live now.
+const MOVED_KEYS: &[(&str, &str, &str, &str)] = &[
+    ("selfplay", "leaves_per_game", "search", "batch_size"),
+    ("selfplay", "c_puct", "search", "c_puct"),
+    ("selfplay", "fpu_reduction", "search", "fpu_reduction"),
+    ("selfplay", "dirichlet_alpha", "search", "dirichlet_alpha"),
+    ("selfplay", "dirichlet_epsilon", "search", "dirichlet_epsilon"),
+    ("selfplay", "max_nodes", "search", "max_nodes"),
+    ("training", "optimizer", "learner", "optimizer"),
+    ("training", "weight_decay", "learner", "weight_decay"),
+    ("training", "value_weight", "learner", "value_weight"),
+];
+
+/// Moves the keys of the older flat layout to their tables, so run
+/// directories and configs written before keep working; returns the keys
+/// moved (old names).
+///
+/// # Errors
+/// `(key, reason)` when a key is set in both places.
+fn migrate_flat_keys(table: &mut toml::Table) -> Result<Vec<String>, (String, String)> {
+    let mut moved = Vec::new();
+    for &(section, old, sub, new) in MOVED_KEYS {
+        let Some(toml::Value::Table(section_table)) = table.get_mut(section) else { continue };
+        // A table under an old key name is none of the old keys (an
+        // unknown table, which the parse then refuses).
+        if matches!(section_table.get(old), None | Some(toml::Value::Table(_))) {
+            continue;
+        }
+        let value = section_table.remove(old).expect("present");
+        let target = section_table.entry(sub).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let toml::Value::Table(target) = target else {
+            return Err((format!("{section}.{sub}"), "must be a table".into()));
+        };
+        if target.contains_key(new) {
+            return Err((
+                format!("{section}.{old}"),
+                format!("set twice: here and as {section}.{sub}.{new}; keep the second"),
+            ));
+        }
+        target.insert(new.to_string(), value);
+        moved.push(format!("{section}.{old}"));
+    }
+    Ok(moved)
 }
 
 /// The config as dotted keys and their TOML values.

@@ -300,7 +300,7 @@ impl<'a> Worker<'a> {
         let mut rng =
             ChaCha8Rng::seed_from_u64(derive_seed(self.job.seed, self.job.iteration, index as u64, Stream::GameMoves));
         let (position, ply) = random_opening(size, config.random_opening_plies, &mut rng);
-        let mut search = Search::new(config.search_config(), seed);
+        let mut search = Search::new(config.search, seed);
         search.set_root(position);
         let mut game =
             Game { index, search, rng, position, ply, budget: 0, full: true, gathered: 0, samples: Vec::new() };
@@ -337,7 +337,7 @@ impl<'a> Worker<'a> {
             positions.clear();
             for game in &mut active {
                 let want =
-                    (game.budget.saturating_sub(game.search.simulations())).clamp(1, config.leaves_per_game as u64);
+                    (game.budget.saturating_sub(game.search.simulations())).clamp(1, config.search.batch_size as u64);
                 game.gathered = game.search.gather(want as usize, &mut positions);
             }
             if !positions.is_empty() {

@@ -315,7 +315,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
             .forward(&[konane_rules::Position::start(resolved.sizes[0])]);
         net
     };
-    let learner = Learner::new(net.clone(), config.backend, config.training.optimizer_settings());
+    let learner = Learner::new(net.clone(), config.backend, config.training.learner);
     let mut state =
         RunState { init_from: options.init_from.as_ref().map(|p| p.display().to_string()), ..RunState::default() };
     let eval_size = resolved.sizes[0];
@@ -389,7 +389,7 @@ fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device)
 /// the run's files were made under the old value.
 pub const FIXED_KEYS: &[(&str, &str)] = &[
     ("network", "the run's checkpoints hold a network of its shape; start a new run with --init-from to change it"),
-    ("training.optimizer", "the run's optimizer state belongs to its optimizer"),
+    ("training.learner.optimizer", "the run's optimizer state belongs to its optimizer"),
     ("evaluation.opponents", "the run's Elo anchors were rated against its opponents at its start"),
 ];
 
@@ -442,7 +442,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     tracing::info!(checkpoint = %checkpoint_dir.display(), iteration = state.iteration, "resuming");
     let device = config.backend.device();
     let net = load_net(&checkpoint_dir.join(NET_FILE), &device)?;
-    let mut learner = Learner::new(net.clone(), config.backend, config.training.optimizer_settings());
+    let mut learner = Learner::new(net.clone(), config.backend, config.training.learner);
     learner.load_optimizer(&checkpoint_dir.join(OPTIMIZER_FILE))?;
     let replay = ReplayBuffer::load(&checkpoint_dir.join(REPLAY_FILE), config.replay.window)?;
     let best = if state.files.contains_key(BEST_FILE) {
@@ -825,7 +825,7 @@ impl Loop {
         let config = &self.config;
         let e = &config.evaluation;
         let size: Size = self.resolved.sizes[0];
-        let search = config.selfplay.search_config();
+        let search = config.selfplay.search;
         let label = format!("net@{iteration}");
         let current = evaluation::net_factory(&self.net, config.backend, e.simulations, search, label);
         let total = e.previous_games + e.games * self.resolved.opponents.len();

@@ -69,7 +69,7 @@ fn a_mistyped_value_names_the_key() {
 fn an_out_of_range_value_names_the_key_and_the_reason() {
     for (text, key, reason) in [
         ("[selfplay]\nsimulations = 0\n", "selfplay.simulations", "at least 1"),
-        ("[selfplay]\ndirichlet_epsilon = 1.5\n", "selfplay.dirichlet_epsilon", "[0, 1]"),
+        ("[selfplay.search]\ndirichlet_epsilon = 1.5\n", "selfplay.search.dirichlet_epsilon", "[0, 1]"),
         ("sizes = [\"6x\"]\n", "sizes", "6x"),
         ("sizes = []\n", "sizes", "at least one"),
         ("[evaluation]\nopponents = [\"minimax\"]\n", "evaluation.opponents", "unknown player"),
@@ -129,5 +129,28 @@ fn the_config_reference_lists_every_key() {
     assert!(all.len() > 50, "{all:?}");
     for key in all {
         assert!(docs.contains(&format!("| `{key}` |")), "docs/training.md has no row for {key}");
+    }
+}
+
+/// Configs and run directories from before `[selfplay.search]` and
+/// `[training.learner]` held those keys flat; they load as moved.
+#[test]
+fn the_flat_layout_of_earlier_configs_still_loads() {
+    let flat = "[selfplay]\nleaves_per_game = 4\nc_puct = 2.5\nmax_nodes = 5000\n\
+                [training]\noptimizer = \"sgd\"\nweight_decay = 0.001\n";
+    let nested = "[selfplay.search]\nbatch_size = 4\nc_puct = 2.5\nmax_nodes = 5000\n\
+                  [training.learner]\noptimizer = \"sgd\"\nweight_decay = 0.001\n";
+    let config = TrainConfig::parse(flat, "flat").unwrap();
+    assert_eq!(config, TrainConfig::parse(nested, "nested").unwrap());
+    assert_eq!((config.selfplay.search.batch_size, config.selfplay.search.c_puct), (4, 2.5));
+    // The keys not given keep the self-play preset, not the player's search.
+    assert_eq!(config.selfplay.search.dirichlet_epsilon, konane_mcts::SearchConfig::self_play().dirichlet_epsilon);
+    let e = error("[selfplay]\nc_puct = 2.0\n[selfplay.search]\nc_puct = 3.0\n");
+    assert!(e.contains("selfplay.c_puct") && e.contains("set twice"), "{e}");
+    // The shipped networks' run configs are in the flat layout.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints");
+    for model in ["6x6", "8x8"] {
+        let config = TrainConfig::load(&root.join(model).join("config.toml")).unwrap();
+        assert_eq!(config.selfplay.search.c_puct, 1.5, "{model}");
     }
 }

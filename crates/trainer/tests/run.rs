@@ -300,7 +300,7 @@ fn the_teacher_bootstrap_learns_the_teachers_moves_and_stops_on_request() {
     let training = tiny(1).training;
     let learner = || {
         let net = init_net(&NetConfig::new().with_blocks(1).with_channels(8), &konane_nn::Backend::Flex.device(), 5);
-        Learner::new(net, konane_nn::Backend::Flex, training.optimizer_settings())
+        Learner::new(net, konane_nn::Backend::Flex, training.learner)
     };
     let (stop, steps) = (AtomicBool::new(false), AtomicU64::new(0));
     let on_step = |s: u64| steps.store(s, Ordering::Relaxed);
