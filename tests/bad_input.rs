@@ -68,7 +68,7 @@ fn scaled_net_file(dir: &Path, name: &str, factor: f32) -> PathBuf {
     let header = NetHeader {
         format: FORMAT_VERSION,
         net: tiny_net(),
-        sizes: vec!["5x5".into()],
+        sizes: vec!["5x5".parse().unwrap()],
         iteration: 1,
         note: name.into(),
     };

@@ -98,17 +98,22 @@ fn train_resume_and_plot() {
     // Piped output hides the progress bar, so progress is logged instead.
     assert!(stderr.contains("match progress games=1 of=2") && stderr.contains("games=2 of=2"), "{stderr}");
 
+    // .ci/run installs a font (fonts-dejavu-core) where there is none.
     let svg = root.path().join("curves.svg");
-    let output = konane(&["plot", run_arg, "--out", svg.to_str().unwrap()]);
+    let output = konane(&["plot", run_arg, "--out", svg.to_str().unwrap(), "--hours"]);
     let (stdout, stderr) = text(&output);
-    if output.status.success() {
-        assert!(fs::read_to_string(&svg).unwrap().starts_with("<svg"), "{stdout}");
-        let png = root.path().join("curves.png");
-        assert!(konane(&["plot", run_arg, "--out", png.to_str().unwrap()]).status.success());
-        assert!(fs::read(&png).unwrap().starts_with(b"\x89PNG"));
-    } else {
-        // Only a machine without any TrueType font may fail, and says so.
-        assert!(stderr.contains("KONANE_FONT"), "{stderr}");
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let drawn = fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<svg") && drawn.contains("training hours"), "curves against hours: {stdout}");
+    let png = root.path().join("curves.png");
+    assert!(konane(&["plot", run_arg, "--out", png.to_str().unwrap()]).status.success());
+    assert!(fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    // The run's metrics carry the process's memory, which the binary measures.
+    let metrics = konane_trainer::metrics::read(&run.join("metrics.jsonl")).unwrap();
+    if cfg!(target_os = "linux") {
+        for m in &metrics {
+            assert!(m.timing.rss_mib > 0.0 && m.timing.peak_rss_mib >= m.timing.rss_mib, "{:?}", m.timing);
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod commands;
+mod memory;
 
 /// Kōnane: exact rules, baseline players, search and self-play learning.
 #[derive(Parser)]
@@ -58,25 +59,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// Caps glibc's malloc at two arenas (unless `MALLOC_ARENA_MAX` says
-/// otherwise). By default glibc gives each thread that allocates its own
-/// arena, up to eight per core, and each keeps its freed memory: a long
-/// `konane train` (self-play workers, burn's training threads, evaluation
-/// threads) held 260-305 MiB resident at the end of 8x8 iterations with a
-/// full replay window, 106-152 MiB with two arenas (README, memory).
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets an allocator parameter; called first
-        // thing in main, before any other thread exists.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 2);
-        }
-    }
-}
-
 fn main() -> ExitCode {
-    limit_malloc_arenas();
+    memory::limit_malloc_arenas();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KONANE_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)

@@ -78,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Some(path) => load_model(path, &device, args.seed)?,
     };
-    let trained_size = header.as_ref().and_then(|h| h.sizes.first()).and_then(|s| s.parse::<Size>().ok());
+    let trained_size = header.as_ref().and_then(|h| h.sizes.first().copied());
     let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
     let patch = SearchPatch { solve_max_stones: Some(args.solve), ..SearchPatch::default() };
@@ -89,7 +89,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let stdin = io::stdin();
     let echo = !stdin.is_terminal();
     let mut out = super::stdout();
-    let trained = header.map(|h| format!(", trained on {} for {} iterations", h.sizes.join(" "), h.iteration));
+    let trained = header.map(|h| {
+        let sizes: Vec<String> = h.sizes.iter().map(ToString::to_string).collect();
+        format!(", trained on {} for {} iterations", sizes.join(" "), h.iteration)
+    });
     writeln!(out, "konane play: you are {} on {size} against {label}{}", args.color, trained.unwrap_or_default())?;
     let mut session = Session::new(engine, args.sims == 0, size, args.color, echo);
     session.run(stdin.lock(), &mut out)

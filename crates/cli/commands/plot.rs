@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use konane_trainer::plot::XAxis;
+use konane_plot::XAxis;
 
 /// Arguments of `konane plot`.
 #[derive(clap::Args)]
@@ -22,7 +22,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let axis = if args.hours { XAxis::Hours } else { XAxis::Iterations };
     let out = args.out.unwrap_or_else(|| args.run_dir.join("curves.png"));
-    let iterations = konane_trainer::plot::plot_run(&args.run_dir, &out, axis)?;
+    let iterations = konane_plot::plot_run(&args.run_dir, &out, axis)?;
     writeln!(super::stdout(), "{}: {iterations} iterations", out.display())?;
     Ok(())
 }

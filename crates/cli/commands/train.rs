@@ -3,11 +3,14 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use konane_trainer::{TrainConfig, TrainOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+use konane_trainer::{Phase, RunObserver, TrainConfig, TrainOptions};
+
+use crate::memory;
 
 /// Arguments of `konane train`.
 #[derive(clap::Args)]
@@ -55,6 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = writeln!(std::io::stderr(), "\nCtrl-C: stopping at the next safe point (Ctrl-C again to exit at once)");
     })
     .context("installing the Ctrl-C handler")?;
+    let bars = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let options = TrainOptions {
         config,
         run_dir: args.run_dir,
@@ -62,7 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         init_from: args.init_from,
         overrides: args.r#override,
         iterations: args.iterations,
-        progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        observer: Arc::new(Console { bars, bar: Mutex::new(None) }),
         stop,
         ..TrainOptions::default()
     };
@@ -92,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let size = konane_trainer::config::TrainConfig::load(&outcome.run_dir.join("config.toml"))
         .ok()
-        .and_then(|c| c.sizes.first().cloned())
+        .and_then(|c| c.sizes.first().map(ToString::to_string))
         .unwrap_or_else(|| "6x6".into());
     if outcome.stopped {
         writeln!(out, "continue:  konane train --resume {run}")?;
@@ -102,4 +106,53 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     writeln!(out, "engine:    konane ktp --player net:{run},sims=400")?;
     writeln!(out, "curves:    konane plot {run}")?;
     Ok(())
+}
+
+/// What `konane train` does with the run's events: a progress bar per
+/// phase on a terminal (none with `--quiet` or when standard error is a
+/// file), and the program's memory policy between phases.
+struct Console {
+    bars: bool,
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+impl RunObserver for Console {
+    fn phase_started(&self, phase: Phase) {
+        if !self.bars {
+            return;
+        }
+        let bar = ProgressBar::new(0);
+        let template =
+            format!("{:>10} {{bar:30}} {{pos}}/{{len}} {{msg}} [{{elapsed_precise}} < {{eta_precise}}]", phase.name());
+        bar.set_style(ProgressStyle::with_template(&template).expect("a valid template"));
+        *self.bar.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar);
+    }
+
+    fn progress(&self, _: Phase, done: u64, total: u64, status: &str) {
+        if let Some(bar) = &*self.bar.lock().unwrap_or_else(|e| e.into_inner()) {
+            bar.set_length(total);
+            bar.set_position(done);
+            if !status.is_empty() {
+                bar.set_message(status.to_string());
+            }
+        }
+    }
+
+    fn phase_ended(&self, _: Phase, finished: bool) {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            if finished { bar.finish_and_clear() } else { bar.abandon() }
+        }
+    }
+
+    fn iteration_started(&self) {
+        memory::reset_peak_memory();
+    }
+
+    fn between_phases(&self) {
+        memory::release_free_memory();
+    }
+
+    fn memory_mib(&self) -> (f64, f64) {
+        memory::memory_mib()
+    }
 }

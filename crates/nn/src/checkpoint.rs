@@ -51,7 +51,7 @@ pub struct NetHeader {
     /// Shape of the network.
     pub net: NetConfig,
     /// Board sizes it was trained on (`6x6`, ...).
-    pub sizes: Vec<String>,
+    pub sizes: Vec<konane_rules::Size>,
     /// Training iteration that produced it (0: fresh weights).
     pub iteration: u64,
     /// Free text: the config or run it came from.

@@ -60,8 +60,13 @@ fn valid_file() -> Vec<u8> {
     let config = NetConfig::new().with_blocks(1).with_channels(4).with_policy_channels(2).with_value_channels(2);
     let config = config.with_value_hidden(3);
     let net = init_net(&config, &Backend::Flex.device(), 1);
-    let header =
-        NetHeader { format: FORMAT_VERSION, net: config, sizes: vec!["5x5".into()], iteration: 3, note: "fuzz".into() };
+    let header = NetHeader {
+        format: FORMAT_VERSION,
+        net: config,
+        sizes: vec!["5x5".parse().unwrap()],
+        iteration: 3,
+        note: "fuzz".into(),
+    };
     checkpoint::to_bytes(&net, &header).unwrap()
 }
 

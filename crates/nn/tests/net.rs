@@ -19,7 +19,7 @@ fn header(config: &NetConfig) -> NetHeader {
     NetHeader {
         format: FORMAT_VERSION,
         net: config.clone(),
-        sizes: vec!["6x6".into()],
+        sizes: vec!["6x6".parse().unwrap()],
         iteration: 0,
         note: "test".into(),
     }

@@ -151,6 +151,21 @@ impl fmt::Display for Size {
     }
 }
 
+/// As its text (`8x8`), so configs hold sizes as strings.
+impl serde::Serialize for Size {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// From its text; a bad size is an error naming it.
+impl<'de> serde::Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Size, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(|e| serde::de::Error::custom(format!("'{text}': {e}")))
+    }
+}
+
 impl FromStr for Size {
     type Err = ParseError;
 

@@ -58,7 +58,7 @@ pub struct TrainConfig {
     /// `flex` (fast) or `ndarray` (deprecated in burn 0.22, slow).
     pub backend: Backend,
     /// Board sizes (`"6x6"`); games are dealt round-robin over a mix.
-    pub sizes: Vec<String>,
+    pub sizes: Vec<Size>,
     /// The network's shape.
     pub network: NetConfig,
     /// Self-play.
@@ -83,7 +83,7 @@ impl Default for TrainConfig {
             iterations: 10,
             threads: 0,
             backend: Backend::Flex,
-            sizes: vec!["6x6".into()],
+            sizes: vec![Size::new_const(6, 6)],
             network: NetConfig::default(),
             selfplay: SelfPlayConfig::default(),
             replay: ReplayConfig::default(),
@@ -298,7 +298,7 @@ impl TrainingConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct EvaluationConfig {
     /// Baseline opponents (player specs); the first is the Elo anchor at 0.
-    pub opponents: Vec<String>,
+    pub opponents: Vec<PlayerSpec>,
     /// Games against each opponent (pairs with colours swapped).
     pub games: usize,
     /// Games against the previous iteration's network (0: none).
@@ -317,7 +317,7 @@ pub struct EvaluationConfig {
 impl Default for EvaluationConfig {
     fn default() -> Self {
         EvaluationConfig {
-            opponents: vec!["random".into(), "greedy".into(), "alphabeta:depth=2".into()],
+            opponents: ["random", "greedy", "alphabeta:depth=2"].map(|s| s.parse().expect("a valid spec")).to_vec(),
             games: 40,
             previous_games: 40,
             simulations: 100,
@@ -352,8 +352,8 @@ impl Default for CheckpointConfig {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BootstrapConfig {
-    /// The teacher, a player spec (`alphabeta:depth=3`).
-    pub teacher: String,
+    /// The teacher, a baseline player spec (`alphabeta:depth=3`).
+    pub teacher: PlayerSpec,
     /// Positions to label.
     pub positions: usize,
     /// Training steps on them.
@@ -366,7 +366,7 @@ pub struct BootstrapConfig {
 impl Default for BootstrapConfig {
     fn default() -> Self {
         BootstrapConfig {
-            teacher: "alphabeta:depth=3".into(),
+            teacher: "alphabeta:depth=3".parse().expect("a valid spec"),
             positions: 5_000,
             steps: 200,
             random_move_probability: 0.25,
@@ -416,19 +416,6 @@ fn check<T: Bounded>(key: &str, value: T, range: std::ops::RangeInclusive<T>) ->
     Err((key.to_string(), reason))
 }
 
-/// The validated pieces of a config that other modules use.
-#[derive(Clone, Debug)]
-pub struct Resolved {
-    /// Board sizes.
-    pub sizes: Vec<Size>,
-    /// Evaluation opponents.
-    pub opponents: Vec<PlayerSpec>,
-    /// The bootstrap teacher, if any.
-    pub teacher: Option<BaselineFactory>,
-    /// Worker threads (0 resolved to the core count).
-    pub threads: usize,
-}
-
 impl TrainConfig {
     /// Parses `text` (TOML) from `origin` and validates it.
     ///
@@ -460,7 +447,7 @@ impl TrainConfig {
             &rewritten
         };
         let config: TrainConfig = toml::from_str(text).map_err(|e| syntax(text, e))?;
-        config.resolve().map_err(|(key, reason)| ConfigError::Invalid { origin: origin.into(), key, reason })?;
+        config.validate().map_err(|(key, reason)| ConfigError::Invalid { origin: origin.into(), key, reason })?;
         Ok(config)
     }
 
@@ -490,12 +477,12 @@ impl TrainConfig {
     }
 
     /// Checks every key against its range (the table in `docs/training.md`:
-    /// what the rules, a 24 GiB machine and the training loop allow) and
-    /// parses sizes and player specs.
+    /// what the rules, a 24 GiB machine and the training loop allow); sizes
+    /// and player specs were checked as the config was read.
     ///
     /// # Errors
     /// `(key, reason)` of the first problem.
-    pub fn resolve(&self) -> Result<Resolved, (String, String)> {
+    pub fn validate(&self) -> Result<(), (String, String)> {
         let fail = |key: &str, reason: String| Err((key.to_string(), reason));
         if self.name.is_empty()
             || self.name.len() > 100
@@ -517,13 +504,8 @@ impl TrainConfig {
         if self.sizes.is_empty() || self.sizes.len() > 64 {
             return fail("sizes", "name at least one board size (at most 64), e.g. [\"6x6\"]".into());
         }
-        let mut sizes = Vec::new();
-        for text in &self.sizes {
-            match text.parse::<Size>() {
-                Ok(size) if size.cells() >= 4 => sizes.push(size),
-                Ok(_) => return fail("sizes", format!("'{text}' is too small to play on")),
-                Err(e) => return fail("sizes", format!("'{text}': {e}")),
-            }
+        if let Some(size) = self.sizes.iter().find(|size| size.cells() < 4) {
+            return fail("sizes", format!("'{size}' is too small to play on"));
         }
         if let Err(e) = self.network.validate() {
             return fail(&format!("network.{}", e.field), format!("{}: must be in {}..={}", e.value, e.start, e.end));
@@ -588,18 +570,11 @@ impl TrainConfig {
         if e.opponents.len() > 16 {
             return fail("evaluation.opponents", format!("{} opponents: at most 16", e.opponents.len()));
         }
-        let mut opponents = Vec::new();
-        for (i, text) in e.opponents.iter().enumerate() {
-            match text.parse::<PlayerSpec>() {
-                Ok(spec) if spec.is_timed() => {
-                    return fail(
-                        "evaluation.opponents",
-                        format!("'{text}': timed players make evaluation depend on machine load; use depth/nodes/sims"),
-                    );
-                }
-                Ok(spec) => opponents.push(spec),
-                Err(err) => return fail("evaluation.opponents", format!("entry {}: {}", i + 1, err.reason)),
-            }
+        if let Some(spec) = e.opponents.iter().find(|spec| spec.is_timed()) {
+            return fail(
+                "evaluation.opponents",
+                format!("'{spec}': timed players make evaluation depend on machine load; use depth/nodes/sims"),
+            );
         }
         check("evaluation.games", e.games, 0..=100_000)?;
         check("evaluation.previous_games", e.previous_games, 0..=100_000)?;
@@ -617,22 +592,28 @@ impl TrainConfig {
         }
         check("checkpoint.keep_last", self.checkpoint.keep_last, 2..=1000)?;
         check("checkpoint.keep_every", self.checkpoint.keep_every, 0..=1_000_000)?;
-        let teacher = match &self.bootstrap {
-            None => None,
-            Some(b) => {
-                let spec =
-                    b.teacher.parse::<PlayerSpec>().map_err(|err| ("bootstrap.teacher".to_string(), err.reason))?;
-                let Some(teacher) = spec.baseline() else {
-                    return fail("bootstrap.teacher", "the teacher must be a baseline player (not net:)".into());
-                };
-                check("bootstrap.positions", b.positions, 1..=10_000_000)?;
-                check("bootstrap.steps", b.steps, 0..=1_000_000)?;
-                check("bootstrap.random_move_probability", b.random_move_probability, 0.0..=1.0)?;
-                Some(teacher)
+        if let Some(b) = &self.bootstrap {
+            if b.teacher.baseline().is_none() {
+                return fail("bootstrap.teacher", "the teacher must be a baseline player (not net:)".into());
             }
-        };
-        let threads = if self.threads == 0 { konane_players::arena::cores() } else { self.threads };
-        Ok(Resolved { sizes, opponents, teacher, threads })
+            check("bootstrap.positions", b.positions, 1..=10_000_000)?;
+            check("bootstrap.steps", b.steps, 0..=1_000_000)?;
+            check("bootstrap.random_move_probability", b.random_move_probability, 0.0..=1.0)?;
+        }
+        Ok(())
+    }
+
+    /// Worker threads: `threads`, or every core for 0.
+    pub fn threads(&self) -> usize {
+        if self.threads == 0 { konane_players::arena::cores() } else { self.threads }
+    }
+
+    /// The bootstrap teacher's factory, if the config has a bootstrap phase.
+    ///
+    /// # Panics
+    /// On a config that [`TrainConfig::validate`] refuses (a `net:` teacher).
+    pub fn teacher(&self) -> Option<BaselineFactory> {
+        self.bootstrap.as_ref().map(|b| b.teacher.baseline().expect("a validated teacher is a baseline player"))
     }
 
     /// Dotted keys (`training.lr`) whose values differ between two configs.

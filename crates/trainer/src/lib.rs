@@ -25,9 +25,8 @@ pub mod bootstrap;
 pub mod config;
 pub mod evaluation;
 pub mod metrics;
+pub mod observer;
 pub mod openings;
-#[cfg_attr(not(feature = "plot"), path = "plot_disabled.rs")]
-pub mod plot;
 pub mod replay;
 pub mod run;
 pub mod selfplay;
@@ -39,6 +38,7 @@ use thiserror::Error;
 
 pub use config::{ConfigError, TrainConfig};
 pub use metrics::IterationMetrics;
+pub use observer::{Phase, RunObserver};
 pub use trainer::{TrainOptions, TrainOutcome, train};
 
 /// What can stop a training run.
@@ -153,7 +153,7 @@ pub enum TrainError {
         /// What stopped the match.
         error: konane_players::arena::MatchError,
     },
-    /// Anything else (thread pools, plotting).
+    /// Anything else (thread pools).
     #[error("{0}")]
     Other(String),
 }

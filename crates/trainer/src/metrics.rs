@@ -82,39 +82,6 @@ pub struct Timing {
     pub peak_rss_mib: f64,
 }
 
-/// Starts a new peak for [`memory_mib`]: resets the process's resident
-/// memory high-water mark (Linux 4.0+, `/proc/self/clear_refs`), so each
-/// iteration reports its own peak instead of the process's since it started.
-pub fn reset_peak_memory() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// Hands memory freed by a phase back to the system. glibc keeps freed
-/// blocks in its heaps; a phase's large transient buffers (training's
-/// activations and gradients, evaluation's trees) then stay resident and
-/// fragment the heap, and resident memory drifts upwards over a long run.
-pub fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages to the kernel.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// `(current, peak)` resident memory of this process in MiB, from
-/// `/proc/self/status` (`VmRSS`, `VmHWM`); zeros elsewhere.
-pub fn memory_mib() -> (f64, f64) {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return (0.0, 0.0) };
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 /// The record of one iteration.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct IterationMetrics {
@@ -242,26 +209,6 @@ pub const MAX_METRICS_BYTES: u64 = 256 << 20;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_peak_restarts_after_a_transient_allocation() {
-        // 256 MiB touched then freed (glibc maps blocks this large, so the
-        // free returns them at once): the peak holds it until reset.
-        let mut block = vec![0u8; 256 << 20];
-        for page in block.chunks_mut(4096) {
-            page[0] = 1;
-        }
-        std::hint::black_box(&block);
-        drop(block);
-        let (_, before) = memory_mib();
-        reset_peak_memory();
-        release_free_memory();
-        let (current, after) = memory_mib();
-        assert!(before > 256.0, "the block counted in the peak: {before} MiB");
-        assert!(after < before - 128.0, "peak {before} MiB before the reset, {after} MiB after");
-        assert!(current <= after + 1.0, "current {current} MiB within the new peak {after} MiB");
-    }
 
     fn record(iteration: u64, samples: u64, total_seconds: f64) -> IterationMetrics {
         IterationMetrics {

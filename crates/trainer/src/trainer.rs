@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use konane_nn::checkpoint::{self, NetHeader};
 use konane_nn::player::player_factories;
 use konane_nn::train::Learner;
@@ -18,9 +17,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::TrainError;
-use crate::config::{Resolved, TrainConfig};
+use crate::config::TrainConfig;
 use crate::evaluation;
 use crate::metrics::{self, IterationMetrics, Timing};
+use crate::observer::{Phase, PhaseProgress, Quiet, RunObserver};
 use crate::replay::{ReplayBuffer, StepPlan};
 use crate::run::{self, BEST_FILE, NET_FILE, OPTIMIZER_FILE, PartialIteration, REPLAY_FILE, RunState};
 use crate::selfplay::{self, SelfPlayJob, Stream, derive_seed};
@@ -45,19 +45,14 @@ pub struct TrainOptions {
     pub overrides: Vec<String>,
     /// Overrides `iterations` (always allowed on resume).
     pub iterations: Option<u64>,
-    /// Draw progress bars on stderr.
-    pub progress: bool,
+    /// Sees the run's progress and provides its host's hooks (progress
+    /// bars, memory); [`Quiet`] by default.
+    pub observer: Arc<dyn RunObserver>,
     /// Raised by Ctrl-C: the loop stops at the next safe point (between
     /// self-play batches, training steps or evaluation matches). Stopped
     /// during self-play it keeps the previous iteration's checkpoint; later
     /// it checkpoints the iteration so far, which a resume finishes.
     pub stop: Arc<AtomicBool>,
-    /// Stop cleanly after this iteration's checkpoint, as a Ctrl-C between
-    /// iterations would (tests and scripted runs).
-    pub stop_after: Option<u64>,
-    /// Raise `stop` once this many training steps have been taken in all
-    /// (tests of the mid-iteration checkpoint).
-    pub stop_at_step: Option<u64>,
 }
 
 impl Default for TrainOptions {
@@ -70,10 +65,8 @@ impl Default for TrainOptions {
             init_from: None,
             overrides: Vec::new(),
             iterations: None,
-            progress: false,
+            observer: Arc::new(Quiet),
             stop: Arc::new(AtomicBool::new(false)),
-            stop_after: None,
-            stop_at_step: None,
         }
     }
 }
@@ -98,8 +91,8 @@ pub struct TrainOutcome {
 
 /// Everything the loop carries between iterations.
 struct Loop {
+    /// The run's config, validated.
     config: TrainConfig,
-    resolved: Resolved,
     run_dir: PathBuf,
     learner: Learner,
     /// The current network for inference.
@@ -110,15 +103,22 @@ struct Loop {
     /// Solved openings mixed into each batch (`replay.solved_openings_plies`).
     book: Option<ReplayBuffer>,
     state: RunState,
-    progress: bool,
+    observer: Arc<dyn RunObserver>,
     stop: Arc<AtomicBool>,
     /// `threads` threads for burn's own parallelism in training: with one,
     /// every reduction runs in a fixed order and runs are bit-reproducible.
     pool: rayon::ThreadPool,
-    /// The evaluation opponents, `resolved.opponents` in order.
+    /// The evaluation opponents, `config.evaluation.opponents` in order.
     opponents: Vec<Box<dyn PlayerFactory>>,
-    /// See [`TrainOptions::stop_at_step`].
-    stop_at_step: Option<u64>,
+}
+
+/// What a loop starts from: a new run's network, or a checkpoint's files.
+struct Origin {
+    net: Net,
+    best: Net,
+    learner: Learner,
+    replay: ReplayBuffer,
+    state: RunState,
 }
 
 /// burn seeds its initialisers per device, process-wide, and loading a
@@ -184,7 +184,7 @@ pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
         run = %lp.run_dir.display(),
         net = %lp.config.network.name(),
         sizes = ?lp.config.sizes,
-        threads = lp.resolved.threads,
+        threads = lp.config.threads(),
         iterations = last,
         "training from iteration {first}"
     );
@@ -203,9 +203,7 @@ pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
                 break;
             }
         }
-        if options.stop_after == Some(iteration) {
-            lp.stop.store(true, Ordering::Relaxed);
-        }
+        lp.observer.iteration_done(iteration);
         if lp.stop.load(Ordering::Relaxed) && iteration < last {
             stopped = true;
             tracing::warn!(
@@ -245,10 +243,10 @@ fn log_iteration(m: &IterationMetrics) {
     );
 }
 
-fn resolve_config(config: &TrainConfig, origin: &str) -> Result<Resolved, TrainError> {
-    config
-        .resolve()
-        .map_err(|(key, reason)| TrainError::Config(crate::ConfigError::Invalid { origin: origin.into(), key, reason }))
+fn validate(config: &TrainConfig) -> Result<(), TrainError> {
+    config.validate().map_err(|(key, reason)| {
+        TrainError::Config(crate::ConfigError::Invalid { origin: "config".into(), key, reason })
+    })
 }
 
 fn write_config(run_dir: &Path, config: &TrainConfig) -> Result<(), TrainError> {
@@ -290,14 +288,15 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
     if let Some(n) = options.iterations {
         config.iterations = n;
     }
-    let resolved = resolve_config(&config, "config")?;
+    validate(&config)?;
     let device = config.backend.device();
     // Everything that could fail later is checked before anything is
     // written: the network to start from and the evaluation opponents
     // (their network files), so a run directory never holds a config that
     // neither a fresh start nor a resume accepts.
     let from_file = options.init_from.as_deref().map(|path| initial_net(path, &config, &device)).transpose()?;
-    let opponents = player_factories(&resolved.opponents, config.backend)?;
+    let opponents = player_factories(&config.evaluation.opponents, config.backend)?;
+    let pool = pool(config.threads())?;
     fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
     write_config(&run_dir, &config)?;
     tracing::info!(run = %run_dir.display(), init_from = ?options.init_from, "new run");
@@ -306,63 +305,49 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
         net
     } else {
         let _guard = init_lock();
-        let net = pool(resolved.threads)?
-            .install(|| init_net(&config.network, &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights)));
+        let net =
+            pool.install(|| init_net(&config.network, &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights)));
         // burn initialises parameters lazily, at their first use, from a
         // process-wide generator: draw them now, under the lock, rather than
         // whenever self-play first runs (when another run may be drawing).
         konane_nn::NetEvaluator::new(net.clone(), device.clone())
-            .forward(&[konane_rules::Position::start(resolved.sizes[0])]);
+            .forward(&[konane_rules::Position::start(config.sizes[0])]);
         net
     };
     let learner = Learner::new(net.clone(), config.backend, config.training.learner);
     let mut state =
         RunState { init_from: options.init_from.as_ref().map(|p| p.display().to_string()), ..RunState::default() };
-    let eval_size = resolved.sizes[0];
-    if resolved.opponents.len() > 1 {
+    let opponent_specs = &config.evaluation.opponents;
+    if opponent_specs.len() > 1 {
         let started = Instant::now();
         state.anchors = evaluation::rate_anchors(
-            &resolved.opponents,
+            opponent_specs,
             &opponents,
-            eval_size,
+            config.sizes[0],
             config.evaluation.games,
-            resolved.threads,
+            config.threads(),
             derive_seed(config.seed, 0, 0, Stream::AnchorMatches),
         )?;
         tracing::info!(anchors = ?state.anchors, seconds = format!("{:.1}", started.elapsed().as_secs_f64()), "anchor round robin");
     } else {
-        state.anchors = resolved.opponents.iter().map(|s| (s.to_string(), 0.0)).collect();
+        state.anchors = opponent_specs.iter().map(|s| (s.to_string(), 0.0)).collect();
     }
-    let mut lp = Loop {
-        replay: ReplayBuffer::new(config.replay.window),
-        book: None,
-        best: net.clone(),
-        net,
-        learner,
-        state,
-        progress: options.progress,
-        stop: options.stop.clone(),
-        pool: pool(resolved.threads)?,
-        opponents,
-        stop_at_step: options.stop_at_step,
-        resolved,
-        run_dir,
-        config,
+    let replay = ReplayBuffer::new(config.replay.window);
+    let origin = Origin { best: net.clone(), net, learner, replay, state };
+    let Some(mut lp) = Loop::new(config, run_dir.clone(), options, pool, opponents, origin)? else {
+        return Ok(Begun::StoppedBeforeCheckpoint(run_dir));
     };
-    if !lp.load_book()? {
-        return Ok(Begun::StoppedBeforeCheckpoint(lp.run_dir));
-    }
-    if let (Some(bootstrap), Some(teacher)) = (lp.config.bootstrap.clone(), lp.resolved.teacher.clone()) {
-        let bar = lp.bar(bootstrap.steps, "bootstrap");
+    if let (Some(bootstrap), Some(teacher)) = (lp.config.bootstrap.clone(), lp.config.teacher()) {
+        let progress = PhaseProgress::start(&*lp.observer, Phase::Bootstrap, bootstrap.steps, 0);
         let (pool, learner) = (&lp.pool, &mut lp.learner);
-        let (training, sizes, seed, stop) = (&lp.config.training, &lp.resolved.sizes, lp.config.seed, &lp.stop);
+        let (training, sizes, seed, stop) = (&lp.config.training, &lp.config.sizes, lp.config.seed, &lp.stop);
         let report = pool.install(|| {
-            crate::bootstrap::run(learner, &teacher, &bootstrap, training, sizes, seed, stop, &|s| bar.set_position(s))
+            crate::bootstrap::run(learner, &teacher, &bootstrap, training, sizes, seed, stop, &|_| progress.advance(""))
         })?;
-        bar.finish_and_clear();
         let Some(report) = report else {
             return Ok(Begun::StoppedBeforeCheckpoint(lp.run_dir));
         };
+        progress.finish();
         tracing::info!(?report, "bootstrap done");
         lp.state.bootstrap = Some(report);
         lp.net = lp.learner.inference_net(&device);
@@ -429,8 +414,9 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     if let Some((key, reason)) = changed.iter().find_map(|k| fixed_reason(k).map(|r| (k, r))) {
         return Err(TrainError::FixedKey { key: key.clone(), reason: reason.into() });
     }
-    let resolved = resolve_config(&config, "config")?;
-    let opponents = player_factories(&resolved.opponents, config.backend)?;
+    validate(&config)?;
+    let opponents = player_factories(&config.evaluation.opponents, config.backend)?;
+    let pool = pool(config.threads())?;
     if config != stored {
         tracing::info!(keys = ?stored.differing_keys(&config), "config changed on resume");
         write_config(dir, &config)?;
@@ -456,25 +442,10 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     let on_disk = metrics::read(&metrics_path).unwrap_or_default();
     state.metrics = metrics::resume_history(&state.metrics, &on_disk);
     metrics::rewrite(&metrics_path, &state.metrics)?;
-    let mut lp = Loop {
-        pool: pool(resolved.threads)?,
-        opponents,
-        stop_at_step: options.stop_at_step,
-        config,
-        resolved,
-        run_dir: dir.to_path_buf(),
-        learner,
-        net,
-        best,
-        replay,
-        book: None,
-        state,
-        progress: options.progress,
-        stop: options.stop.clone(),
+    let origin = Origin { net, best, learner, replay, state };
+    let Some(lp) = Loop::new(config, dir.to_path_buf(), options, pool, opponents, origin)? else {
+        return Ok(Begun::StoppedBeforeCheckpoint(dir.to_path_buf()));
     };
-    if !lp.load_book()? {
-        return Ok(Begun::StoppedBeforeCheckpoint(lp.run_dir));
-    }
     if !skipped.is_empty() {
         // LATEST pointed at a damaged checkpoint: point it at the good one.
         let relative = checkpoint_dir.strip_prefix(dir).unwrap_or(&checkpoint_dir).join(NET_FILE);
@@ -501,18 +472,33 @@ fn timestamp() -> String {
 }
 
 impl Loop {
-    fn bar(&self, len: u64, what: &str) -> ProgressBar {
-        if !self.progress {
-            return ProgressBar::hidden();
-        }
-        let bar = ProgressBar::new(len);
-        bar.set_style(
-            ProgressStyle::with_template(&format!(
-                "{what:>10} {{bar:30}} {{pos}}/{{len}} {{msg}} [{{elapsed_precise}} < {{eta_precise}}]"
-            ))
-            .expect("valid template"),
-        );
-        bar
+    /// The loop of `config` in `run_dir`, from `origin` (a new run's first
+    /// network, or a checkpoint), with the solved openings read or solved;
+    /// `None` if stopped while solving them.
+    fn new(
+        config: TrainConfig,
+        run_dir: PathBuf,
+        options: &TrainOptions,
+        pool: rayon::ThreadPool,
+        opponents: Vec<Box<dyn PlayerFactory>>,
+        origin: Origin,
+    ) -> Result<Option<Loop>, TrainError> {
+        let Origin { net, best, learner, replay, state } = origin;
+        let mut lp = Loop {
+            config,
+            run_dir,
+            learner,
+            net,
+            best,
+            replay,
+            book: None,
+            state,
+            observer: options.observer.clone(),
+            stop: options.stop.clone(),
+            pool,
+            opponents,
+        };
+        Ok(lp.load_book()?.then_some(lp))
     }
 
     /// Reads or solves the openings `replay.solved_openings_plies` asks for;
@@ -522,20 +508,19 @@ impl Loop {
         if replay.solved_openings_plies == 0 {
             return Ok(true);
         }
-        let bar = self.bar(0, "openings");
+        let progress = PhaseProgress::start(&*self.observer, Phase::Openings, 0, 0);
         let book = crate::openings::load_or_solve(
             &self.run_dir,
-            &self.resolved.sizes,
+            &self.config.sizes,
             replay.solved_openings_plies,
             replay.solved_openings_nodes,
             &self.stop,
-            &|done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            },
+            &|done, total| progress.set(done as u64, total as u64),
         )?;
-        bar.finish_and_clear();
-        let Some(book) = book else { return Ok(false) };
+        let Some(book) = book else {
+            return Ok(false);
+        };
+        progress.finish();
         self.book = Some(book);
         Ok(true)
     }
@@ -548,7 +533,7 @@ impl Loop {
     /// checkpoint of the iteration so far is written).
     fn iteration(&mut self, iteration: u64, run_started: Instant) -> Result<Option<IterationMetrics>, TrainError> {
         let started = Instant::now();
-        metrics::reset_peak_memory();
+        self.observer.iteration_started();
         let config = self.config.clone();
         // A run stopped part-way resumes after the phases it checkpointed.
         let resumed = self.state.partial.take().filter(|p| p.iteration == iteration);
@@ -560,7 +545,7 @@ impl Loop {
             },
         };
 
-        metrics::release_free_memory();
+        self.observer.between_phases();
 
         // Training.
         if !partial.trained {
@@ -569,7 +554,7 @@ impl Loop {
             }
             partial.trained = true;
         }
-        metrics::release_free_memory();
+        self.observer.between_phases();
         let mut m = self.metrics_of(&partial);
 
         // Evaluation.
@@ -582,7 +567,7 @@ impl Loop {
             }
         }
         let eval_seconds = eval_started.elapsed().as_secs_f64();
-        metrics::release_free_memory();
+        self.observer.between_phases();
 
         // Checkpoint.
         self.state.iteration = iteration;
@@ -599,7 +584,7 @@ impl Loop {
         m.timing.train_share = m.timing.train_seconds / total;
         m.timing.eval_share = eval_seconds / total;
         m.timing.elapsed_seconds = run_started.elapsed().as_secs_f64();
-        (m.timing.rss_mib, m.timing.peak_rss_mib) = metrics::memory_mib();
+        (m.timing.rss_mib, m.timing.peak_rss_mib) = self.observer.memory_mib();
         // The line is appended after the checkpoint: a kill in between loses
         // it from metrics.jsonl only until the resume rewrites the file from
         // the checkpoint (whose copy has the timings of the write before).
@@ -639,8 +624,7 @@ impl Loop {
         for _ in 0..done {
             self.replay.sample_batch_with(training.batch_size, config.replay.augment, book, &mut rng);
         }
-        let bar = self.bar(training.steps, "training");
-        bar.set_position(done);
+        let progress = PhaseProgress::start(&*self.observer, Phase::Training, training.steps, done);
         let mut sums = partial.loss_sums.map(f64::from_bits);
         let (first_step, total_steps) = (self.state.steps, self.total_steps());
         let plan = StepPlan {
@@ -651,7 +635,7 @@ impl Loop {
             stop: &self.stop,
             book,
         };
-        let (stop, stop_at_step) = (&self.stop, self.stop_at_step);
+        let observer = &*self.observer;
         let (mut taken, mut trained_samples) = (0u64, 0u64);
         let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
         let trained = pool.install(|| {
@@ -664,17 +648,13 @@ impl Loop {
                 {
                     *sum += loss as f64;
                 }
-                bar.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
-                bar.inc(1);
-                if stop_at_step == Some(first_step + k + 1) {
-                    stop.store(true, Ordering::Relaxed);
-                }
+                progress.advance(&format!("policy {:.3} value {:.3}", losses.policy, losses.value));
+                observer.step_taken(first_step + k + 1);
             })
         });
         let finished = match trained {
             Ok(finished) => finished,
             Err(TrainError::Diverged { at, what }) => {
-                bar.abandon();
                 let at = format!("in iteration {iteration}, {at}");
                 return Err(TrainError::Diverged { at, what });
             }
@@ -688,16 +668,13 @@ impl Loop {
         self.net = self.learner.inference_net(&config.backend.device());
         // The last step's update is seen by no loss: check the weights.
         if let Some(parameter) = self.net.non_finite_parameter() {
-            bar.abandon();
             return Err(TrainError::Diverged {
                 at: format!("in iteration {iteration}, by step {}", self.state.steps),
                 what: format!("parameter {parameter} is not finite"),
             });
         }
         if finished {
-            bar.finish_and_clear();
-        } else {
-            bar.abandon();
+            progress.finish();
         }
         Ok(finished)
     }
@@ -758,7 +735,7 @@ impl Loop {
     /// The network's outputs are not finite.
     fn self_play(&mut self, iteration: u64, config: &TrainConfig) -> Result<Option<PartialIteration>, TrainError> {
         let started = Instant::now();
-        let bar = self.bar(config.selfplay.games as u64, "self-play");
+        let progress = PhaseProgress::start(&*self.observer, Phase::SelfPlay, config.selfplay.games as u64, 0);
         let finished = AtomicUsize::new(0);
         let plies = AtomicUsize::new(0);
         let selfplay_net = if config.evaluation.gating { &self.best } else { &self.net };
@@ -766,23 +743,19 @@ impl Loop {
             net: selfplay_net,
             backend: config.backend,
             config: &config.selfplay,
-            sizes: &self.resolved.sizes,
+            sizes: &self.config.sizes,
             seed: config.seed,
             iteration,
-            threads: self.resolved.threads,
+            threads: self.config.threads(),
             stop: &self.stop,
             on_game: &|game| {
                 let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
                 let p = plies.fetch_add(game.plies as usize, Ordering::Relaxed) + game.plies as usize;
-                bar.set_message(format!("{:.1} plies/game", p as f64 / n as f64));
-                bar.inc(1);
+                progress.advance(&format!("{:.1} plies/game", p as f64 / n as f64));
             },
         };
-        let Some((games, stats)) = selfplay::play_games(&job).inspect_err(|_| bar.abandon())? else {
-            bar.abandon();
-            return Ok(None);
-        };
-        bar.finish_and_clear();
+        let Some((games, stats)) = selfplay::play_games(&job)? else { return Ok(None) };
+        progress.finish();
         self.replay.extend(games.into_iter().flat_map(|g| g.samples));
         self.state.games += stats.games as u64;
         Ok(Some(PartialIteration {
@@ -824,19 +797,18 @@ impl Loop {
     fn evaluate(&mut self, iteration: u64, previous: &Net, m: &mut IterationMetrics) -> Result<bool, TrainError> {
         let config = &self.config;
         let e = &config.evaluation;
-        let size: Size = self.resolved.sizes[0];
+        let size: Size = config.sizes[0];
         let search = config.selfplay.search;
         let label = format!("net@{iteration}");
         let current = evaluation::net_factory(&self.net, config.backend, e.simulations, search, label);
-        let total = e.previous_games + e.games * self.resolved.opponents.len();
-        let bar = self.bar(total as u64, "evaluation");
-        let on_game = |_: &konane_players::arena::GameResult| bar.inc(1);
-        let threads = self.resolved.threads;
+        let total = e.previous_games + e.games * self.opponents.len();
+        let progress = PhaseProgress::start(&*self.observer, Phase::Evaluation, total as u64, 0);
+        let on_game = |_: &konane_players::arena::GameResult| progress.advance("");
+        let threads = config.threads();
         let stopped = || self.stop.load(Ordering::Relaxed);
         let mut results = Vec::new();
         let mut previous_result = None;
         if stopped() {
-            bar.abandon();
             return Ok(false);
         }
         if e.previous_games > 0 {
@@ -849,7 +821,6 @@ impl Loop {
         let mut against = Vec::new();
         for (k, opponent) in self.opponents.iter().enumerate() {
             if stopped() {
-                bar.abandon();
                 return Ok(false);
             }
             let seed = derive_seed(config.seed, iteration, k as u64 + 1, Stream::EvaluationMatches);
@@ -858,7 +829,7 @@ impl Loop {
             against.push((anchor, result.wins, result.games));
             results.push(result);
         }
-        bar.finish_and_clear();
+        progress.finish();
         // The state changes only once the whole evaluation is done, so a
         // stop leaves it as it was and the resume plays the evaluation again.
         if let Some((elo_diff, score)) = previous_result {

@@ -28,7 +28,7 @@ fn shipped_configs_parse_and_the_quick_one_is_embedded() {
     }
     for name in &names {
         let config = TrainConfig::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(config.resolve().is_ok(), "{name}");
+        assert!(config.validate().is_ok(), "{name}");
     }
     // The refine configs continue the shipped networks (`--init-from
     // checkpoints/6x6`), which needs the same shape.
@@ -41,7 +41,7 @@ fn shipped_configs_parse_and_the_quick_one_is_embedded() {
     }
     let quick = TrainConfig::quick();
     assert_eq!(quick, TrainConfig::load(&root.join("6x6-quick.toml")).unwrap());
-    assert_eq!(quick.sizes, ["6x6"]);
+    assert_eq!(quick.sizes, ["6x6".parse().unwrap()]);
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn differing_keys_are_dotted() {
     let mut b = a.clone();
     b.training.lr = 0.5;
     b.iterations = 99;
-    b.evaluation.opponents.push("greedy".into());
+    b.evaluation.opponents.push("greedy".parse().unwrap());
     assert_eq!(a.differing_keys(&b), ["evaluation.opponents", "iterations", "training.lr"]);
     // The stored form round-trips.
     assert_eq!(TrainConfig::parse(&b.to_toml(), "stored").unwrap(), b);

@@ -235,7 +235,7 @@ fn configs() {
         |text| 64 * text.len() + (1 << 20),
         |text| {
             if let Ok(config) = TrainConfig::parse(text, "fuzz.toml") {
-                let resolved = config.resolve();
+                let resolved = config.validate();
                 prop_assert!(resolved.is_ok(), "parse validated it: {text}");
                 prop_assert_eq!(TrainConfig::parse(&config.to_toml(), "again").ok(), Some(config.clone()));
                 prop_assert!(config.replay.window <= 10_000_000 && config.training.batch_size <= 8192);

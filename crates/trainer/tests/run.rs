@@ -4,10 +4,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use konane_trainer::replay::ReplayBuffer;
 use konane_trainer::run::{self, REPLAY_FILE};
-use konane_trainer::{TrainConfig, TrainOptions, train};
+use konane_trainer::{RunObserver, TrainConfig, TrainOptions, train};
 
 /// 1 block x 8 channels on 5x5, a handful of short games: seconds per
 /// iteration even unoptimised.
@@ -60,6 +62,34 @@ fn options(config: Option<TrainConfig>, dir: &Path) -> TrainOptions {
 
 fn resume_options(dir: &Path) -> TrainOptions {
     TrainOptions { resume: Some(dir.to_path_buf()), ..TrainOptions::default() }
+}
+
+/// Raises the run's stop flag at a chosen point, as a Ctrl-C would there.
+struct StopAt {
+    stop: Arc<AtomicBool>,
+    after_iteration: Option<u64>,
+    after_step: Option<u64>,
+}
+
+impl RunObserver for StopAt {
+    fn iteration_done(&self, iteration: u64) {
+        if self.after_iteration == Some(iteration) {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn step_taken(&self, step: u64) {
+        if self.after_step == Some(step) {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `options` stopping after `iteration`, or after training step `step`.
+fn stopping(options: TrainOptions, after_iteration: Option<u64>, after_step: Option<u64>) -> TrainOptions {
+    let stop = Arc::new(AtomicBool::new(false));
+    let observer = Arc::new(StopAt { stop: stop.clone(), after_iteration, after_step });
+    TrainOptions { stop, observer, ..options }
 }
 
 /// `metrics.jsonl` without the clock-dependent `timing` objects.
@@ -123,9 +153,8 @@ fn two_iterations_end_to_end() {
         assert!(m.timing.selfplay_positions_per_second > 0.0);
         // The policy loss is a cross-entropy: never below the targets' entropy.
         assert!(m.target_entropy > 0.0 && m.policy_loss >= m.target_entropy - 1e-4, "{m:?}");
-        if cfg!(target_os = "linux") {
-            assert!(m.timing.rss_mib > 0.0 && m.timing.peak_rss_mib >= m.timing.rss_mib, "{:?}", m.timing);
-        }
+        // Memory is the host's to measure; the library's quiet default reports none.
+        assert_eq!((m.timing.rss_mib, m.timing.peak_rss_mib), (0.0, 0.0));
     }
     assert_eq!(metrics[1].total_steps, 6);
     // Retention keeps the newest two; the network loads and the stored
@@ -139,12 +168,6 @@ fn two_iterations_end_to_end() {
     let replay = ReplayBuffer::load(&replay_path, 150).unwrap();
     assert_eq!(replay.len(), (metrics[0].samples + metrics[1].samples).min(150) as usize);
     assert_eq!(ReplayBuffer::from_bytes(&replay.to_bytes(), 150).unwrap(), replay);
-    // A plot of the run.
-    let svg = dir.join("curves.svg");
-    if konane_trainer::plot::plot_run(&dir, &svg, konane_trainer::plot::XAxis::Hours).is_ok() {
-        let svg = fs::read_to_string(&svg).unwrap();
-        assert!(svg.contains("<svg") && svg.contains("training hours"), "curves against hours");
-    }
     // A second start in the same directory is refused.
     let again = train(options(Some(tiny(2)), &dir)).unwrap_err().to_string();
     assert!(again.contains("--resume"), "{again}");
@@ -157,7 +180,7 @@ fn interrupted_and_resumed_equals_uninterrupted() {
     train(options(Some(tiny(3)), &straight)).unwrap();
 
     let interrupted = root.path().join("interrupted");
-    let first = train(TrainOptions { stop_after: Some(1), ..options(Some(tiny(3)), &interrupted) }).unwrap();
+    let first = train(stopping(options(Some(tiny(3)), &interrupted), Some(1), None)).unwrap();
     assert!(first.stopped);
     assert_eq!(first.iterations, 1);
     let second = train(resume_options(&interrupted)).unwrap();
@@ -184,7 +207,7 @@ fn stopped_mid_iteration_resumes_to_the_same_run() {
     // Iteration 1 takes steps 1-3; iteration 2 steps 4-6.
     for (name, stop_at_step, trained) in [("in-training", 4, false), ("in-evaluation", 6, true)] {
         let dir = root.path().join(name);
-        let first = train(TrainOptions { stop_at_step: Some(stop_at_step), ..options(Some(tiny(3)), &dir) }).unwrap();
+        let first = train(stopping(options(Some(tiny(3)), &dir), None, Some(stop_at_step))).unwrap();
         assert!(first.stopped, "{name}");
         assert_eq!(first.iterations, 1, "{name}");
         let (latest, state, skipped) = run::find_latest(&dir).unwrap();
@@ -282,8 +305,7 @@ fn the_teacher_bootstrap_learns_the_teachers_moves_and_stops_on_request() {
 
     let spec: konane_nn::spec::PlayerSpec = "alphabeta:depth=2".parse().unwrap();
     let teacher = spec.baseline().unwrap();
-    let config =
-        BootstrapConfig { teacher: spec.to_string(), positions: 300, steps: 40, random_move_probability: 0.25 };
+    let config = BootstrapConfig { teacher: spec.clone(), positions: 300, steps: 40, random_move_probability: 0.25 };
     let sizes = ["5x5".parse().unwrap()];
     let samples = label_positions(&teacher, &config, &sizes, 3);
     assert_eq!(samples.len(), 300);
@@ -397,7 +419,7 @@ fn solved_openings_join_the_batches_and_resume_exactly() {
     assert_ne!(losses(&straight), losses(&plain), "the openings changed the batches");
 
     let interrupted = root.path().join("interrupted");
-    train(TrainOptions { stop_after: Some(1), ..options(Some(with_openings(2)), &interrupted) }).unwrap();
+    train(stopping(options(Some(with_openings(2)), &interrupted), Some(1), None)).unwrap();
     train(resume_options(&interrupted)).unwrap();
     assert_eq!(metrics_without_timing(&straight), metrics_without_timing(&interrupted));
     assert!(same(&latest_net(&straight), &latest_net(&interrupted)), "final networks differ");

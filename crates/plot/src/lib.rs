@@ -6,6 +6,7 @@
 //! library is linked: the font is read from `$KONANE_FONT` or, failing that,
 //! the first DejaVu/Liberation/Noto sans font under the usual system font
 //! directories (Debian's `fonts-dejavu-core` provides one).
+#![deny(missing_docs)]
 
 use std::path::{Path, PathBuf};
 
@@ -13,8 +14,36 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
-use crate::TrainError;
-use crate::metrics::{self, IterationMetrics};
+use konane_trainer::TrainError;
+use konane_trainer::metrics::{self, IterationMetrics};
+use thiserror::Error;
+
+/// A plot that could not be drawn.
+#[derive(Debug, Error)]
+pub enum PlotError {
+    /// The run's records could not be read.
+    #[error(transparent)]
+    Run(#[from] TrainError),
+    /// The run has no iteration yet.
+    #[error("{0}: no iterations recorded yet")]
+    Empty(String),
+    /// No font for the text.
+    #[error(
+        "no TrueType font found for the plot's text: set KONANE_FONT=/path/to/font.ttf (or install fonts-dejavu-core)"
+    )]
+    NoFont,
+    /// The image's name says neither PNG nor SVG.
+    #[error("{0}: the plot is written as .png or .svg")]
+    Format(String),
+    /// plotters failed.
+    #[error("drawing {file}: {reason}")]
+    Drawing {
+        /// The image.
+        file: String,
+        /// What plotters said.
+        reason: String,
+    },
+}
 
 const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -60,7 +89,7 @@ fn font_candidates() -> Vec<PathBuf> {
 }
 
 /// Registers a font for plotters' "sans-serif" family, once.
-fn ensure_font() -> Result<PathBuf, TrainError> {
+fn ensure_font() -> Result<PathBuf, PlotError> {
     static FONT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     FONT.get_or_init(|| {
         for path in font_candidates() {
@@ -74,28 +103,23 @@ fn ensure_font() -> Result<PathBuf, TrainError> {
         None
     })
     .clone()
-    .ok_or_else(|| {
-        TrainError::Other(
-            "no TrueType font found for the plot's text: set KONANE_FONT=/path/to/font.ttf (or install fonts-dejavu-core)"
-                .into(),
-        )
-    })
+    .ok_or(PlotError::NoFont)
 }
 
 /// Draws the curves of the run in `run_dir` to `out` (`.png` or `.svg`).
 ///
 /// # Errors
 /// Unreadable metrics, no font, an unknown extension or a drawing failure.
-pub fn plot_run(run_dir: &Path, out: &Path, axis: XAxis) -> Result<usize, TrainError> {
+pub fn plot_run(run_dir: &Path, out: &Path, axis: XAxis) -> Result<usize, PlotError> {
     let history = metrics::read(&run_dir.join("metrics.jsonl"))?;
     if history.is_empty() {
-        return Err(TrainError::Other(format!("{}: no iterations recorded yet", run_dir.display())));
+        return Err(PlotError::Empty(run_dir.display().to_string()));
     }
     let title = run_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     // The teacher bootstrap is training time too: the hours start after it.
     let start_seconds = match axis {
-        XAxis::Hours => crate::run::latest_dir(run_dir)
-            .and_then(|dir| crate::run::read_state(&dir).ok())
+        XAxis::Hours => konane_trainer::run::latest_dir(run_dir)
+            .and_then(|dir| konane_trainer::run::read_state(&dir).ok())
             .and_then(|state| state.bootstrap)
             .map_or(0.0, |b| b.label_seconds + b.train_seconds),
         XAxis::Iterations => 0.0,
@@ -127,10 +151,10 @@ pub fn plot_metrics(
     out: &Path,
     axis: XAxis,
     start_seconds: f64,
-) -> Result<(), TrainError> {
+) -> Result<(), PlotError> {
     ensure_font()?;
     let size = (1000, 1200);
-    let fail = |e: String| TrainError::Other(format!("drawing {}: {e}", out.display()));
+    let fail = |reason: String| PlotError::Drawing { file: out.display().to_string(), reason };
     match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("png") => {
             let root = BitMapBackend::new(out, size).into_drawing_area();
@@ -142,7 +166,7 @@ pub fn plot_metrics(
             draw(&root, history, title, axis, start_seconds).map_err(fail)?;
             root.present().map_err(|e| fail(e.to_string()))
         }
-        _ => Err(TrainError::Other(format!("{}: the plot is written as .png or .svg", out.display()))),
+        _ => Err(PlotError::Format(out.display().to_string())),
     }
 }
 
@@ -288,7 +312,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Timing;
+    use konane_trainer::metrics::Timing;
 
     #[test]
     fn training_hours_add_up_after_the_start() {
@@ -303,5 +327,46 @@ mod tests {
             .collect();
         assert_eq!(training_hours(&history, 0.0), vec![0.5, 1.5, 1.75]);
         assert_eq!(training_hours(&history, 1800.0), vec![1.0, 2.0, 2.25]);
+    }
+}
+
+#[cfg(test)]
+mod drawing_tests {
+    use super::*;
+    use konane_trainer::metrics::{MatchResult, Timing};
+
+    /// Draws synthetic curves to both formats: needs a font (`.ci/run`
+    /// installs fonts-dejavu-core where there is none).
+    #[test]
+    fn both_formats_are_drawn_with_their_axes() {
+        let history: Vec<IterationMetrics> = (1..=4)
+            .map(|i| IterationMetrics {
+                iteration: i,
+                policy_loss: 2.0 / i as f64,
+                value_loss: 0.5 / i as f64,
+                elo: Some(100.0 * i as f64),
+                evaluation: vec![MatchResult {
+                    opponent: "random".into(),
+                    games: 10,
+                    wins: 5 + i as usize,
+                    score: (5 + i) as f64 / 10.0,
+                    elo_diff: 0.0,
+                }],
+                timing: Timing { total_seconds: 900.0, ..Timing::default() },
+                ..IterationMetrics::default()
+            })
+            .collect();
+        let dir = std::env::temp_dir().join(format!("konane-plot-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let svg = dir.join("curves.svg");
+        plot_metrics(&history, "test run", &svg, XAxis::Hours, 0.0).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.starts_with("<svg") && text.contains("training hours") && text.contains("test run"), "{text}");
+        let png = dir.join("curves.png");
+        plot_metrics(&history, "test run", &png, XAxis::Iterations, 0.0).unwrap();
+        assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+        let error = plot_metrics(&history, "test run", &dir.join("curves.gif"), XAxis::Iterations, 0.0).unwrap_err();
+        assert!(error.to_string().contains(".png or .svg"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
