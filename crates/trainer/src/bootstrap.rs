@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
 use crate::config::{BootstrapConfig, TrainingConfig};
-use crate::replay::{PackedSample, ReplayBuffer, StepPlan};
+use crate::replay::{PackedSample, ReplayBuffer};
 use crate::selfplay::{Stream, derive_seed};
+use crate::training::{StepPlan, train_steps};
 
 /// What the bootstrap phase did.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -99,10 +100,7 @@ pub fn run(
     let start = std::time::Instant::now();
     let samples = label_positions(teacher, config, sizes, seed);
     if samples.is_empty() {
-        return Err(TrainError::Other(format!(
-            "bootstrap: the teacher {} found no position to label",
-            teacher.label()
-        )));
+        return Err(TrainError::NothingToLabel { teacher: teacher.label() });
     }
     let label_seconds = start.elapsed().as_secs_f64();
     let mut window = ReplayBuffer::new(samples.len());
@@ -113,7 +111,8 @@ pub fn run(
     let (mut first, mut last, mut last_value) = (0.0, 0.0, 0.0);
     let train_start = std::time::Instant::now();
     let plan = StepPlan { steps: config.steps, batch_size: training.batch_size, augment: true, stop, book: None };
-    let finished = window.train(
+    let finished = train_steps(
+        &window,
         learner,
         &plan,
         &mut rng,

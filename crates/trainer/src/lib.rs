@@ -10,7 +10,7 @@
 //!    two bits per cell.
 //!    With `replay.solved_openings_plies`, exactly solved opening positions
 //!    ([`openings`]) join every batch.
-//! 3. **Training** ([`konane_nn::train::Learner`]): batches of one board size
+//! 3. **Training** ([`training`], [`konane_nn::train::Learner`]): batches of one board size
 //!    sampled from the window through random symmetries, policy
 //!    cross-entropy + value MSE + weight decay, the configured schedule.
 //! 4. **Evaluation** ([`evaluation`]): the new network against the previous
@@ -31,6 +31,7 @@ pub mod replay;
 pub mod run;
 pub mod selfplay;
 pub mod trainer;
+pub mod training;
 
 use std::path::{Path, PathBuf};
 
@@ -153,9 +154,31 @@ pub enum TrainError {
         /// What stopped the match.
         error: konane_players::arena::MatchError,
     },
-    /// Anything else (thread pools).
-    #[error("{0}")]
-    Other(String),
+    /// The training threads could not be started.
+    #[error("starting {threads} training threads: {reason}")]
+    Threads {
+        /// Threads asked for.
+        threads: usize,
+        /// What the system said.
+        reason: String,
+    },
+    /// The openings to solve are more than the solver is asked to take.
+    #[error(
+        "replay.solved_openings_plies: over {limit} positions within that many plies of the {size} start; \
+         choose fewer plies"
+    )]
+    TooManyOpenings {
+        /// The board.
+        size: konane_rules::Size,
+        /// The most positions solved.
+        limit: usize,
+    },
+    /// The bootstrap teacher found no position (boards with no move).
+    #[error("bootstrap: the teacher {teacher} found no position to label")]
+    NothingToLabel {
+        /// The teacher.
+        teacher: String,
+    },
 }
 
 impl TrainError {

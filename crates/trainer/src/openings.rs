@@ -70,10 +70,7 @@ pub fn opening_positions(size: Size, plies: u32, limit: usize) -> Result<Vec<Pos
             }
         }
         if seen.len() > limit {
-            return Err(TrainError::Other(format!(
-                "replay.solved_openings_plies: over {limit} positions within that many plies of the {size} start; \
-                 choose fewer plies"
-            )));
+            return Err(TrainError::TooManyOpenings { size, limit });
         }
         if next.is_empty() {
             break;

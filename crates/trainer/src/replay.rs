@@ -6,38 +6,85 @@
 //! `(policy index, visits)` pairs of `u16`, and the value target. Input
 //! planes are built only for the batch being trained on.
 //!
-//! File layout (little endian), written atomically:
+//! File layout, written atomically:
 //!
 //! ```text
-//! "KONANE-REPLAY\n" | u32 version | u64 samples | samples... | u32 crc32
-//! sample: u8 cols | u8 rows | u8 side (0 black, 1 white) | ceil(2 * cells / 8) bytes of cells
-//!         | u16 moves | moves x (u16 policy index, u16 visits) | f32 value
+//! "KONANE-REPLAY\n" | u32 version (LE) | u64 samples (LE) | samples... | u32 crc32 (LE)
 //! ```
+//!
+//! Version 2 (written): each sample is a [`PackedSample`] in bincode's
+//! standard encoding, decoded one at a time with a byte limit, so that a
+//! damaged length inside a sample cannot claim more than a sample can hold.
+//! Version 1 (read, for older runs): `u8 cols | u8 rows | u8 side |
+//! ceil(2 * cells / 8) bytes of cells | u16 moves | moves x (u16 policy
+//! index, u16 visits) | f32 value`. Every sample read is checked (its size,
+//! cells, policy indices and value) before it is kept.
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use konane_nn::encoding::{index_move, move_index, policy_len};
-use konane_nn::train::{Learner, Losses, Sample};
+use konane_nn::encoding::{index_move, move_index};
+use konane_nn::train::Sample;
 use konane_rules::{Color, Position, Size, Symmetry};
 use rand::seq::IndexedRandom;
 use rand::{Rng, RngExt};
 
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
 use crate::TrainError;
 
 const MAGIC: &[u8] = b"KONANE-REPLAY\n";
-/// The smallest sample: size and side (3 bytes), one byte of cells, a
-/// move count and a value.
-const MIN_SAMPLE_BYTES: usize = 3 + 1 + 2 + 4;
+/// The most bytes one sample's encoding may take: a 20x20 board's cells
+/// (100 bytes) and visits of all its legal moves (at most 760) fit easily.
+const MAX_SAMPLE_BYTES: usize = 1 << 16;
+
+/// A replay file that could not be read.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ReplayError {
+    /// Not a replay file.
+    #[error("not a konane replay file (bad magic)")]
+    Magic,
+    /// Too short to hold its own header.
+    #[error("truncated ({0} bytes)")]
+    Truncated(usize),
+    /// The checksum does not match.
+    #[error("checksum mismatch: the file is damaged or truncated")]
+    Checksum,
+    /// A layout this build does not read.
+    #[error("replay format version {0}, this build reads 1 and {REPLAY_VERSION}")]
+    Version(u32),
+    /// More samples claimed than the file could hold.
+    #[error("claims {claimed} samples, room for at most {room}")]
+    Count {
+        /// Samples the header claims.
+        claimed: u64,
+        /// The most the file's bytes could hold.
+        room: usize,
+    },
+    /// A sample that does not decode or is not a sample of a legal board.
+    #[error("sample {index}: {reason}")]
+    Sample {
+        /// Its index in the file.
+        index: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Bytes after the last sample.
+    #[error("trailing bytes after the last sample")]
+    Trailing,
+}
+/// The smallest sample of either version: size and side (3 bytes), one
+/// byte of cells, a move count (1 byte in bincode) and a value.
+const MIN_SAMPLE_BYTES: usize = 3 + 1 + 1 + 4;
 /// The longest replay file read: the largest window (10 million samples)
 /// of the largest boards.
 pub const MAX_REPLAY_BYTES: u64 = 16 << 30;
-/// Version of the replay file layout.
-pub const REPLAY_VERSION: u32 = 1;
+/// Version of the replay file layout this build writes.
+pub const REPLAY_VERSION: u32 = 2;
 
 /// One training sample, packed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PackedSample {
     cols: u8,
     rows: u8,
@@ -122,18 +169,25 @@ impl PackedSample {
         std::mem::size_of::<Self>() + self.cells.len() + 4 * self.visits.len()
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&[self.cols, self.rows, self.white_to_move as u8]);
-        out.extend_from_slice(&self.cells);
-        out.extend_from_slice(&(self.visits.len() as u16).to_le_bytes());
-        for &(index, n) in &self.visits {
-            out.extend_from_slice(&index.to_le_bytes());
-            out.extend_from_slice(&n.to_le_bytes());
+    /// Checks a sample read from a file: a board size the rules know, its
+    /// cells' bytes, policy indices on the board and a value in [-1, 1].
+    fn check(&self) -> Result<(), String> {
+        let size = Size::new(self.cols as usize, self.rows as usize).map_err(|e| format!("bad board size: {e}"))?;
+        let cell_bytes = (2 * size.cells()).div_ceil(8);
+        if self.cells.len() != cell_bytes {
+            return Err(format!("{} bytes of cells for a {size} board, which needs {cell_bytes}", self.cells.len()));
         }
-        out.extend_from_slice(&self.value.to_le_bytes());
+        if let Some(&(index, _)) = self.visits.iter().find(|&&(index, _)| index_move(size, index as usize).is_none()) {
+            return Err(format!("policy index {index} is off a {size} board"));
+        }
+        if !(-1.0..=1.0).contains(&self.value) {
+            return Err(format!("value {} outside [-1, 1]", self.value));
+        }
+        Ok(())
     }
 
-    fn read(reader: &mut Reader<'_>) -> Result<PackedSample, String> {
+    /// Reads a sample of the version 1 layout.
+    fn read_v1(reader: &mut Reader<'_>) -> Result<PackedSample, String> {
         let (cols, rows, side) = (reader.u8()?, reader.u8()?, reader.u8()?);
         let size = Size::new(cols as usize, rows as usize).map_err(|e| format!("bad board size: {e}"))?;
         if side > 1 {
@@ -143,18 +197,16 @@ impl PackedSample {
         let moves = reader.u16()? as usize;
         let mut visits = Vec::with_capacity(moves.min(reader.remaining() / 4));
         for _ in 0..moves {
-            let index = reader.u16()?;
-            if index as usize >= policy_len(size) || index_move(size, index as usize).is_none() {
-                return Err(format!("policy index {index} is off a {size} board"));
-            }
-            visits.push((index, reader.u16()?));
+            visits.push((reader.u16()?, reader.u16()?));
         }
         let value = f32::from_le_bytes(reader.bytes(4)?.try_into().unwrap());
-        if !(-1.0..=1.0).contains(&value) {
-            return Err(format!("value {value} outside [-1, 1]"));
-        }
         Ok(PackedSample { cols, rows, white_to_move: side == 1, cells, visits: visits.into(), value })
     }
+}
+
+/// bincode's standard encoding, each sample at most [`MAX_SAMPLE_BYTES`].
+fn sample_encoding() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_SAMPLE_BYTES>()
 }
 
 struct Reader<'a> {
@@ -184,22 +236,6 @@ impl Reader<'_> {
 pub struct ReplayBuffer {
     samples: VecDeque<PackedSample>,
     capacity: usize,
-}
-
-/// How many gradient steps [`ReplayBuffer::train`] takes, on what batches,
-/// and the flag that stops it early (Ctrl-C).
-pub struct StepPlan<'a> {
-    /// Steps to take.
-    pub steps: u64,
-    /// Samples per batch.
-    pub batch_size: usize,
-    /// Whether each sample is seen through a random board symmetry.
-    pub augment: bool,
-    /// Raised to stop between steps.
-    pub stop: &'a AtomicBool,
-    /// Solved openings and how many of each batch's samples come from them
-    /// (see [`crate::openings`]).
-    pub book: Option<(&'a ReplayBuffer, usize)>,
 }
 
 impl ReplayBuffer {
@@ -250,45 +286,6 @@ impl ReplayBuffer {
     /// Approximate memory held by the samples.
     pub fn heap_bytes(&self) -> usize {
         self.samples.iter().map(PackedSample::heap_bytes).sum()
-    }
-
-    /// Gradient steps on batches drawn from the window: the loop the
-    /// bootstrap and every iteration share. `lr(k)` is the learning rate of
-    /// step `k` (0-based); `on_step(k, batch_len, losses)` sees each step.
-    /// `Ok(false)` if `plan.stop` was raised before all steps were done.
-    ///
-    /// # Errors
-    /// [`TrainError::Diverged`] at the first step whose losses are not
-    /// finite (`on_step` does not see it).
-    pub fn train<R: Rng + ?Sized>(
-        &self,
-        learner: &mut Learner,
-        plan: &StepPlan<'_>,
-        rng: &mut R,
-        lr: impl Fn(u64) -> f64,
-        mut on_step: impl FnMut(u64, usize, &Losses),
-    ) -> Result<bool, TrainError> {
-        for k in 0..plan.steps {
-            if plan.stop.load(Ordering::Relaxed) {
-                return Ok(false);
-            }
-            let batch = self.sample_batch_with(plan.batch_size, plan.augment, plan.book, rng);
-            let losses = learner.step(&batch, lr(k));
-            let named = [
-                ("policy loss", losses.policy),
-                ("value loss", losses.value),
-                ("policy entropy", losses.policy_entropy),
-                ("target entropy", losses.target_entropy),
-            ];
-            if let Some((name, value)) = named.iter().find(|(_, v)| !v.is_finite()) {
-                return Err(TrainError::Diverged {
-                    at: format!("at step {} of {}", k + 1, plan.steps),
-                    what: format!("{name} {value}"),
-                });
-            }
-            on_step(k, batch.len(), &losses);
-        }
-        Ok(true)
     }
 
     /// A training batch of up to `batch_size` samples drawn uniformly (with
@@ -359,7 +356,8 @@ impl ReplayBuffer {
         out.extend_from_slice(&REPLAY_VERSION.to_le_bytes());
         out.extend_from_slice(&(self.samples.len() as u64).to_le_bytes());
         for sample in &self.samples {
-            sample.write(&mut out);
+            bincode::serde::encode_into_std_write(sample, &mut out, sample_encoding())
+                .expect("a sample encodes into memory within its limit");
         }
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -371,39 +369,50 @@ impl ReplayBuffer {
     ///
     /// # Errors
     /// A foreign, damaged, truncated or newer file, with the reason.
-    pub fn from_bytes(bytes: &[u8], capacity: usize) -> Result<ReplayBuffer, String> {
+    pub fn from_bytes(bytes: &[u8], capacity: usize) -> Result<ReplayBuffer, ReplayError> {
         if !bytes.starts_with(MAGIC) {
-            return Err("not a konane replay file (bad magic)".into());
+            return Err(ReplayError::Magic);
         }
         if bytes.len() < MAGIC.len() + 16 {
-            return Err(format!("truncated ({} bytes)", bytes.len()));
+            return Err(ReplayError::Truncated(bytes.len()));
         }
         let (body, crc) = bytes.split_at(bytes.len() - 4);
         if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
-            return Err("checksum mismatch: the file is damaged or truncated".into());
+            return Err(ReplayError::Checksum);
         }
-        let mut reader = Reader { bytes: body, at: MAGIC.len() };
-        let version = u32::from_le_bytes(reader.bytes(4)?.try_into().unwrap());
-        if version != REPLAY_VERSION {
-            return Err(format!("replay format version {version}, this build reads {REPLAY_VERSION}"));
+        let at = MAGIC.len();
+        let version = u32::from_le_bytes(body[at..at + 4].try_into().unwrap());
+        if !(1..=REPLAY_VERSION).contains(&version) {
+            return Err(ReplayError::Version(version));
         }
-        let count = u64::from_le_bytes(reader.bytes(8)?.try_into().unwrap());
+        let claimed = u64::from_le_bytes(body[at + 4..at + 12].try_into().unwrap());
+        let mut reader = Reader { bytes: body, at: at + 12 };
         // Every sample takes at least MIN_SAMPLE_BYTES: a count the file
         // cannot hold is refused before anything is allocated for it.
-        let room = (body.len() - reader.at) / MIN_SAMPLE_BYTES;
-        if count > room as u64 {
-            return Err(format!("claims {count} samples, room for at most {room}"));
+        let room = reader.remaining() / MIN_SAMPLE_BYTES;
+        if claimed > room as u64 {
+            return Err(ReplayError::Count { claimed, room });
         }
-        let count = count as usize;
+        let count = claimed as usize;
         let mut samples = VecDeque::with_capacity(count.min(capacity));
-        for i in 0..count {
-            samples.push_back(PackedSample::read(&mut reader).map_err(|e| format!("sample {i}: {e}"))?);
+        for index in 0..count {
+            let sample = match version {
+                1 => PackedSample::read_v1(&mut reader),
+                _ => bincode::serde::decode_from_slice::<PackedSample, _>(&body[reader.at..], sample_encoding())
+                    .map(|(sample, used)| {
+                        reader.at += used;
+                        sample
+                    })
+                    .map_err(|e| e.to_string()),
+            };
+            let sample = sample.and_then(|s| s.check().map(|()| s));
+            samples.push_back(sample.map_err(|reason| ReplayError::Sample { index, reason })?);
             if samples.len() > capacity {
                 samples.pop_front();
             }
         }
         if reader.at != body.len() {
-            return Err("trailing bytes after the last sample".into());
+            return Err(ReplayError::Trailing);
         }
         let mut buffer = ReplayBuffer { samples, capacity };
         buffer.trim();
@@ -425,7 +434,8 @@ impl ReplayBuffer {
     /// Missing, damaged or foreign file.
     pub fn load(path: &Path, capacity: usize) -> Result<ReplayBuffer, TrainError> {
         let bytes = konane_files::read_bounded(path, MAX_REPLAY_BYTES, "replay file")?;
-        ReplayBuffer::from_bytes(&bytes, capacity).map_err(|reason| TrainError::Damaged { path: path.into(), reason })
+        ReplayBuffer::from_bytes(&bytes, capacity)
+            .map_err(|error| TrainError::Damaged { path: path.into(), reason: error.to_string() })
     }
 }
 
@@ -489,11 +499,49 @@ mod tests {
         let bytes = buffer.to_bytes();
         assert_eq!(ReplayBuffer::from_bytes(&bytes, 100).unwrap(), buffer);
         assert_eq!(ReplayBuffer::from_bytes(&bytes, 10).unwrap().len(), 10);
-        assert!(ReplayBuffer::from_bytes(&bytes[..bytes.len() - 9], 100).unwrap_err().contains("checksum"));
+        assert_eq!(ReplayBuffer::from_bytes(&bytes[..bytes.len() - 9], 100), Err(ReplayError::Checksum));
         let mut flipped = bytes.clone();
         flipped[40] ^= 1;
         assert!(ReplayBuffer::from_bytes(&flipped, 100).is_err());
-        assert!(ReplayBuffer::from_bytes(b"hello", 100).unwrap_err().contains("magic"));
+        assert_eq!(ReplayBuffer::from_bytes(b"hello", 100), Err(ReplayError::Magic));
+    }
+
+    /// The version 1 layout of `samples`, as earlier builds wrote it.
+    fn version_1(samples: &[PackedSample]) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&1u32.to_le_bytes());
+        out.extend_from_slice(&(samples.len() as u64).to_le_bytes());
+        for s in samples {
+            out.extend_from_slice(&[s.cols, s.rows, s.white_to_move as u8]);
+            out.extend_from_slice(&s.cells);
+            out.extend_from_slice(&(s.visits.len() as u16).to_le_bytes());
+            for &(index, n) in &s.visits {
+                out.extend_from_slice(&index.to_le_bytes());
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            out.extend_from_slice(&s.value.to_le_bytes());
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn files_of_version_1_still_load_and_version_2_is_written() {
+        let samples: Vec<PackedSample> = game_samples("6x6", 1).into_iter().chain(game_samples("5x7", 2)).collect();
+        let old = ReplayBuffer::from_bytes(&version_1(&samples), 1000).unwrap();
+        assert_eq!(old.iter().cloned().collect::<Vec<_>>(), samples);
+        let new = old.to_bytes();
+        assert_eq!(u32::from_le_bytes(new[MAGIC.len()..MAGIC.len() + 4].try_into().unwrap()), REPLAY_VERSION);
+        assert_eq!(ReplayBuffer::from_bytes(&new, 1000).unwrap(), old);
+        assert!(new.len() < version_1(&samples).len(), "bincode's varints pack smaller than fixed u16s");
+        // A version of the future is refused by number.
+        let mut future = new.clone();
+        future[MAGIC.len()..MAGIC.len() + 4].copy_from_slice(&9u32.to_le_bytes());
+        let end = future.len() - 4;
+        let crc = crc32fast::hash(&future[..end]);
+        future[end..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(ReplayBuffer::from_bytes(&future, 10), Err(ReplayError::Version(9)));
     }
 
     #[test]

@@ -21,9 +21,10 @@ use crate::config::TrainConfig;
 use crate::evaluation;
 use crate::metrics::{self, IterationMetrics, Timing};
 use crate::observer::{Phase, PhaseProgress, Quiet, RunObserver};
-use crate::replay::{ReplayBuffer, StepPlan};
+use crate::replay::ReplayBuffer;
 use crate::run::{self, BEST_FILE, NET_FILE, OPTIMIZER_FILE, PartialIteration, REPLAY_FILE, RunState};
 use crate::selfplay::{self, SelfPlayJob, Stream, derive_seed};
+use crate::training::{StepPlan, train_steps};
 
 /// How to start (or continue) a run.
 pub struct TrainOptions {
@@ -147,7 +148,10 @@ fn load_net_and_header(path: &Path, device: &burn::tensor::Device) -> Result<(Ne
 }
 
 fn pool(threads: usize) -> Result<rayon::ThreadPool, TrainError> {
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| TrainError::Other(e.to_string()))
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| TrainError::Threads { threads, reason: e.to_string() })
 }
 
 /// Runs (or resumes) training until `iterations` are done or `stop` is raised.
@@ -640,7 +644,7 @@ impl Loop {
         let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);
         let trained = pool.install(|| {
             let lr = |k| training.lr_at(first_step + k, total_steps);
-            replay.train(learner, &plan, &mut rng, lr, |k, batch_len, losses| {
+            train_steps(replay, learner, &plan, &mut rng, lr, |k, batch_len, losses| {
                 taken += 1;
                 trained_samples += batch_len as u64;
                 for (sum, loss) in
