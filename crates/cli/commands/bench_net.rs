@@ -59,9 +59,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.validate().context("--blocks/--channels")?;
     let net = init_net(&config, &args.backend.device(), 1);
     let positions = cycled_positions(size, 256);
-    // Inference on one core: the search runs one evaluator per core.
-    let one_core = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-    one_core.install(|| inference(&args, size, &config, &net, &positions))?;
+    // The evaluator runs on one core, as each of a search's evaluators does.
+    inference(&args, size, &config, &net, &positions)?;
     search(&args, &net, positions[positions.len() / 8])
 }
 

@@ -6,9 +6,8 @@
 //! (`shared/notes/burn-0.22.md`: about 2x). Self-play gets that by playing
 //! games on several workers; a single game (an engine answering `genmove`,
 //! `konane play`) gets it here: the search gathers a batch as usual and each
-//! evaluator takes a contiguous slice of it. Each worker thread runs its
-//! evaluator inside a one-thread rayon pool, so a backend's own rayon
-//! parallelism stays on that thread instead of competing for the cores.
+//! evaluator takes a contiguous slice of it. (How an evaluator keeps its own
+//! work on one thread is its own business: the network's does.)
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
@@ -71,17 +70,14 @@ impl<E: Evaluator + 'static> ParallelEvaluator<E> {
                 let thread = std::thread::Builder::new()
                     .name(format!("evaluator-{i}"))
                     .spawn(move || {
-                        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
-                        pool.install(move || {
-                            while let Ok(mut job) = job_rx.recv() {
-                                job.values.clear();
-                                job.priors.clear();
-                                job.outcome = evaluator.evaluate(&job.positions, &mut job.values, &mut job.priors);
-                                if result_tx.send(job).is_err() {
-                                    break;
-                                }
+                        while let Ok(mut job) = job_rx.recv() {
+                            job.values.clear();
+                            job.priors.clear();
+                            job.outcome = evaluator.evaluate(&job.positions, &mut job.values, &mut job.priors);
+                            if result_tx.send(job).is_err() {
+                                break;
                             }
-                        });
+                        }
                     })
                     .expect("an evaluator thread starts");
                 Worker { jobs: Some(jobs), results, spare: Some(Job::default()), thread: Some(thread) }

@@ -246,6 +246,9 @@ fn build(
     device: &Device,
 ) -> Result<(Net, NetHeader), CheckpointError> {
     check_tensors(path, &weights)?;
+    // Building a network draws its initial weights before the file's
+    // replace them: under the initialisation lock (see `crate::init_net`).
+    let _guard = crate::init_lock();
     let net = header.net.init(device);
     let record = ModuleRecord::from_bytes(burn::tensor::Bytes::from_bytes_vec(weights))
         .map_err(|e| invalid(path, format!("unreadable weights: {e}")))?;

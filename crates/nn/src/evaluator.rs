@@ -31,8 +31,12 @@ pub struct NetEvaluator {
 
 /// What runs the forward pass.
 enum Engine {
-    /// burn's own tensor operations on a backend's device.
-    Burn { net: Net, device: Device },
+    /// burn's own tensor operations on a backend's device, inside a pool
+    /// of one thread: burn's CPU backends spread their operations over
+    /// rayon's threads, and one single-threaded evaluator per core runs
+    /// about twice as fast as one spread over the cores
+    /// (`shared/notes/burn-0.22.md`). The native kernels use no threads.
+    Burn { net: Net, device: Device, pool: rayon::ThreadPool },
     /// konane's Winograd kernels on the same weights ([`NativeNet`]).
     Native(Box<NativeNet>),
 }
@@ -40,8 +44,12 @@ enum Engine {
 impl NetEvaluator {
     /// Evaluates with `net` through burn on `device` (a plain, non-autodiff
     /// device): the reference the native kernels are tested against.
+    ///
+    /// # Panics
+    /// If the evaluator's thread cannot be started.
     pub fn new(net: Net, device: Device) -> NetEvaluator {
-        NetEvaluator::with_engine(Engine::Burn { net, device })
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("an evaluator thread starts");
+        NetEvaluator::with_engine(Engine::Burn { net, device, pool })
     }
 
     /// Evaluates `net`'s weights with the native kernels: about twice as
@@ -122,12 +130,17 @@ impl NetEvaluator {
                     &mut self.values,
                 );
             }
-            Engine::Burn { net, device } => {
+            Engine::Burn { net, device, pool } => {
                 let shape = [positions.len(), INPUT_PLANES, size.rows(), size.cols()];
                 let data = TensorData::new(std::mem::take(&mut self.planes), shape);
-                let (policy, value) = net.forward(Tensor::<4>::from_data(data, &*device));
-                self.logits = policy.into_data().try_to_vec::<f32>().expect("f32 policy");
-                self.values = value.into_data().try_to_vec::<f32>().expect("f32 value");
+                let (logits, values) = pool.install(|| {
+                    let (policy, value) = net.forward(Tensor::<4>::from_data(data, &*device));
+                    (
+                        policy.into_data().try_to_vec::<f32>().expect("f32 policy"),
+                        value.into_data().try_to_vec::<f32>().expect("f32 value"),
+                    )
+                });
+                (self.logits, self.values) = (logits, values);
             }
         }
         debug_assert_eq!(self.logits.len(), positions.len() * policy_len(size));

@@ -220,6 +220,17 @@ impl Net {
         }
     }
 
+    /// Draws every lazily initialised parameter now (see [`crate::init_net`]).
+    pub(crate) fn materialize(&self) {
+        struct Touch;
+        impl ModuleVisitor for Touch {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+                let _ = param.val();
+            }
+        }
+        self.visit(&mut Touch);
+    }
+
     /// The first parameter holding a NaN or an infinity, by its path in
     /// the module (`blocks.2.first.weight`); `None` if every one is finite.
     /// A diverged training step shows here before any output does.

@@ -7,10 +7,10 @@
 //! slice of values and priors back, and plays a move in every game whose
 //! search has reached its budget. Finished games make room for new ones.
 //!
-//! Workers run as plain threads, each inside its own one-thread rayon pool:
-//! burn's flex backend parallelises through rayon, and one single-threaded
+//! Workers run as plain threads, one evaluator each: one single-threaded
 //! evaluator per core measured about twice the throughput of one evaluator
-//! spread over both cores (`shared/notes/burn-0.22.md`).
+//! spread over both cores (`shared/notes/burn-0.22.md`), and the network's
+//! evaluator keeps its work on one thread.
 //!
 //! **Determinism.** Game `i` of iteration `t` is played by worker
 //! `i % threads` and seeds its search noise and move choice from
@@ -227,16 +227,13 @@ pub fn play_games(job: &SelfPlayJob<'_>) -> Result<SelfPlayOutcome, EvalError> {
             .map(|worker| {
                 let (net, failed) = (job.net.clone(), &failed);
                 scope.spawn(move || {
-                    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
-                    pool.install(|| {
-                        let evaluator = NetEvaluator::for_backend(&net, job.backend).with_name("the self-play network");
-                        let games: Vec<usize> = (worker..job.config.games).step_by(threads).collect();
-                        let outcome = Worker::new(job, evaluator, failed).run(&games);
-                        if outcome.is_err() {
-                            failed.store(true, Ordering::Relaxed);
-                        }
-                        outcome
-                    })
+                    let evaluator = NetEvaluator::for_backend(&net, job.backend).with_name("the self-play network");
+                    let games: Vec<usize> = (worker..job.config.games).step_by(threads).collect();
+                    let outcome = Worker::new(job, evaluator, failed).run(&games);
+                    if outcome.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    outcome
                 })
             })
             .collect();

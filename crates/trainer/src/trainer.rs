@@ -122,29 +122,10 @@ struct Origin {
     state: RunState,
 }
 
-/// burn seeds its initialisers per device, process-wide, and loading a
-/// network initialises one before overwriting its weights: two runs that
-/// initialise or load at once (parallel tests, a library user) would
-/// interleave their draws. Every initialisation and load of the trainer
-/// holds this lock.
-fn init_lock() -> std::sync::MutexGuard<'static, ()> {
-    static INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    INIT.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Loads a network file under the trainer's initialisation lock (see
-/// `init_lock`), so that it cannot disturb a seeded initialisation running
-/// at the same time.
-///
-/// # Errors
-/// Missing, damaged or mismatched file.
-pub fn load_net(path: &Path, device: &burn::tensor::Device) -> Result<Net, TrainError> {
-    Ok(load_net_and_header(path, device)?.0)
-}
-
-fn load_net_and_header(path: &Path, device: &burn::tensor::Device) -> Result<(Net, NetHeader), TrainError> {
-    let _guard = init_lock();
-    Ok(checkpoint::load(path, device)?)
+/// A network file of the run (the loads and initialisations of every run
+/// in the process are serialised by `konane_nn`).
+fn load_net(path: &Path, device: &burn::tensor::Device) -> Result<Net, TrainError> {
+    Ok(checkpoint::load(path, device)?.0)
 }
 
 fn pool(threads: usize) -> Result<rayon::ThreadPool, TrainError> {
@@ -308,15 +289,8 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
     let net = if let Some(net) = from_file {
         net
     } else {
-        let _guard = init_lock();
-        let net =
-            pool.install(|| init_net(&config.network, &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights)));
-        // burn initialises parameters lazily, at their first use, from a
-        // process-wide generator: draw them now, under the lock, rather than
-        // whenever self-play first runs (when another run may be drawing).
-        konane_nn::NetEvaluator::new(net.clone(), device.clone())
-            .forward(&[konane_rules::Position::start(config.sizes[0])]);
-        net
+        // On the run's threads: with one, the draws are the same every time.
+        pool.install(|| init_net(&config.network, &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights)))
     };
     let learner = Learner::new(net.clone(), config.backend, config.training.learner);
     let mut state =
@@ -366,7 +340,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
 /// the config's shape, or its weights could not train under that config.
 fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device) -> Result<Net, TrainError> {
     let file = checkpoint::resolve(path)?;
-    let (net, header) = load_net_and_header(&file, device)?;
+    let (net, header) = checkpoint::load(&file, device)?;
     let wanted = config.network.clone();
     if header.net != wanted {
         return Err(TrainError::InitShape { file, found: header.net.name(), wanted: wanted.name() });

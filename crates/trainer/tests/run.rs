@@ -111,7 +111,7 @@ fn metrics_without_timing(dir: &Path) -> Vec<serde_json::Value> {
 /// tensor.)
 fn latest_net(dir: &Path) -> Vec<u32> {
     let path = konane_nn::checkpoint::resolve(dir).unwrap();
-    let net = konane_trainer::trainer::load_net(&path, &konane_nn::Backend::Flex.device()).unwrap();
+    let net = konane_nn::checkpoint::load(&path, &konane_nn::Backend::Flex.device()).unwrap().0;
     let mut evaluator = konane_nn::NetEvaluator::new(net, konane_nn::Backend::Flex.device());
     let mut positions = Vec::new();
     let mut position = konane_rules::Position::start("5x5".parse().unwrap());
