@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use konane_mcts::{Evaluator, ParallelEvaluator, Search, SearchConfig};
+use konane_mcts::{Batch, Evaluator, ParallelEvaluator, Search, SearchConfig};
 use konane_nn::model::Net;
 use konane_nn::player::LEAVES_PER_EVALUATOR_THREAD;
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
@@ -76,18 +76,19 @@ fn inference(args: &Args, size: Size, config: &NetConfig, net: &Net, positions: 
         config.name(),
         flop / 1e6
     )?;
-    let (mut values, mut priors) = (Vec::new(), Vec::new());
     for &batch in &args.batches {
         let batch = batch as usize;
         let mut done = 0usize;
+        let mut chunk = Batch::new();
+        for &position in positions.iter().cycle().take(batch) {
+            chunk.push(position);
+        }
         // One warm-up call, then measure.
-        let chunk: Vec<Position> = positions.iter().cycle().take(batch).copied().collect();
-        evaluator.evaluate(&chunk, &mut values, &mut priors)?;
+        evaluator.evaluate(&mut chunk)?;
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs_f64(args.seconds) {
-            values.clear();
-            priors.clear();
-            evaluator.evaluate(&chunk, &mut values, &mut priors)?;
+            chunk.clear_outputs();
+            evaluator.evaluate(&mut chunk)?;
             done += batch;
         }
         let rate = done as f64 / start.elapsed().as_secs_f64();

@@ -9,24 +9,124 @@ use thiserror::Error;
 
 /// Evaluates positions in batches.
 ///
-/// For each position `i` of `positions` (none of them over), an evaluator
-/// pushes onto `values` the expected result for the side to move in
-/// [-1, 1], and onto `priors` one probability per legal move, in the order
-/// [`Position::legal_moves`] lists them (summing to 1). The caller clears
-/// and reuses both vectors, so steady-state evaluation does not allocate.
+/// For each position of [`Batch::positions`] (none of them over), in order,
+/// an evaluator pushes that position's priors (one probability per legal
+/// move, in the order [`Position::legal_moves`] lists them, summing to 1)
+/// onto [`Batch::priors_mut`] and then calls [`Batch::finish_output`] with
+/// its value, the expected result for the side to move in [-1, 1]. The
+/// batch records where each position's priors are, so the searches that
+/// filled it find their outputs without counting moves.
 pub trait Evaluator: Send {
-    /// Evaluates a batch; see the trait documentation for the output layout.
+    /// Evaluates the batch's positions; see the trait documentation.
     ///
     /// # Errors
     /// The evaluator cannot give usable outputs: a network whose outputs are
     /// not finite (damaged weights, a diverged training run), or one that
     /// stopped working. The search treats this as fatal, never as a score.
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), EvalError>;
+    fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError>;
+}
+
+/// Positions to evaluate and, once evaluated, their outputs: a value and a
+/// run of priors each. Searches gather into one batch (each notes where its
+/// positions start), one evaluator call fills it, and each search applies
+/// its own outputs. Buffers are kept across [`Batch::clear`], so a batch in
+/// steady state allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    positions: Vec<Position>,
+    values: Vec<f32>,
+    priors: Vec<f32>,
+    /// `ends[i]`: where position `i`'s priors end in `priors`.
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Empties the batch, positions and outputs.
+    pub fn clear(&mut self) {
+        self.positions.clear();
+        self.clear_outputs();
+    }
+
+    /// Drops the outputs, keeping the positions (to evaluate them again).
+    pub fn clear_outputs(&mut self) {
+        self.values.clear();
+        self.priors.clear();
+        self.ends.clear();
+    }
+
+    /// Adds a position to evaluate.
+    pub fn push(&mut self, position: Position) {
+        self.positions.push(position);
+    }
+
+    /// The positions to evaluate.
+    pub fn positions(&self) -> &[Position] {
+        &self.positions
+    }
+
+    /// Positions in the batch.
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Whether the batch holds no position.
+    pub fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// Where an evaluator pushes the priors of the next position.
+    pub fn priors_mut(&mut self) -> &mut Vec<f32> {
+        &mut self.priors
+    }
+
+    /// Ends the next position's output: its priors are those pushed since
+    /// the previous output ended, its value `value`.
+    pub fn finish_output(&mut self, value: f32) {
+        self.values.push(value);
+        self.ends.push(self.priors.len());
+    }
+
+    /// Adds an output whole: `value` and `priors`.
+    pub fn push_output(&mut self, value: f32, priors: &[f32]) {
+        self.priors.extend_from_slice(priors);
+        self.finish_output(value);
+    }
+
+    /// Outputs finished so far.
+    pub fn outputs(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The value and priors of position `i`, once evaluated.
+    ///
+    /// # Panics
+    /// If position `i` has no output.
+    pub fn output(&self, i: usize) -> (f32, &[f32]) {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        (self.values[i], &self.priors[start..self.ends[i]])
+    }
+
+    /// Checks that every position has an output.
+    ///
+    /// # Errors
+    /// [`EvalError::Layout`] naming `evaluator`.
+    pub fn check_complete(&self, evaluator: &str) -> Result<(), EvalError> {
+        if self.outputs() == self.len() {
+            Ok(())
+        } else {
+            Err(EvalError::Layout {
+                evaluator: evaluator.into(),
+                what: "outputs",
+                expected: self.len(),
+                got: self.outputs(),
+            })
+        }
+    }
 }
 
 /// An evaluator that gave no usable values and priors.
@@ -109,17 +209,12 @@ pub struct UniformEvaluator {
 }
 
 impl Evaluator for UniformEvaluator {
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), EvalError> {
-        for position in positions {
-            position.legal_moves(&mut self.moves);
-            values.push(0.0);
+    fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
+        for i in 0..batch.len() {
+            batch.positions[i].legal_moves(&mut self.moves);
             let p = 1.0 / self.moves.len().max(1) as f32;
-            priors.extend(std::iter::repeat_n(p, self.moves.len()));
+            batch.priors.extend(std::iter::repeat_n(p, self.moves.len()));
+            batch.finish_output(0.0);
         }
         Ok(())
     }
@@ -140,18 +235,14 @@ impl RolloutEvaluator {
 }
 
 impl Evaluator for RolloutEvaluator {
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), EvalError> {
-        for position in positions {
+    fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
+        for i in 0..batch.len() {
+            let position = batch.positions[i];
             position.legal_moves(&mut self.moves);
             let p = 1.0 / self.moves.len().max(1) as f32;
-            priors.extend(std::iter::repeat_n(p, self.moves.len()));
+            batch.priors.extend(std::iter::repeat_n(p, self.moves.len()));
             // Play to the end; whoever is to move then has lost.
-            let mut game = *position;
+            let mut game = position;
             let mut plies = 0usize;
             loop {
                 game.legal_moves(&mut self.moves);
@@ -161,7 +252,7 @@ impl Evaluator for RolloutEvaluator {
                 game.play_unchecked(self.moves[self.rng.random_range(0..self.moves.len())]);
                 plies += 1;
             }
-            values.push(if plies % 2 == 1 { 1.0 } else { -1.0 });
+            batch.finish_output(if plies % 2 == 1 { 1.0 } else { -1.0 });
         }
         Ok(())
     }
@@ -184,10 +275,9 @@ pub struct SymmetryEvaluator<E> {
     inner: E,
     ensemble: usize,
     rng: ChaCha8Rng,
-    inner_values: Vec<f32>,
     symmetries: Vec<Symmetry>,
-    transformed: Vec<Position>,
-    inner_priors: Vec<f32>,
+    /// The transformed positions, the ensemble's in a row per position.
+    transformed: Batch,
     moves: MoveList,
     image_moves: MoveList,
     /// The transformed position's moves with their indices, sorted by move
@@ -202,10 +292,8 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
             inner,
             ensemble: 1,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            inner_values: Vec::new(),
             symmetries: Vec::new(),
-            transformed: Vec::new(),
-            inner_priors: Vec::new(),
+            transformed: Batch::new(),
             moves: MoveList::new(),
             image_moves: MoveList::new(),
             index: Vec::new(),
@@ -246,15 +334,10 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
 }
 
 impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), EvalError> {
+    fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
         self.symmetries.clear();
         self.transformed.clear();
-        for position in positions {
+        for position in &batch.positions {
             let all = Symmetry::of(position.size());
             let mut choices = Symmetry::ALL;
             let chosen: &[Symmetry] = match self.ensemble_of(position.size()) {
@@ -271,33 +354,34 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
                 self.transformed.push(sym.apply(position));
             }
         }
-        self.inner_values.clear();
-        self.inner_priors.clear();
-        self.inner.evaluate(&self.transformed, &mut self.inner_values, &mut self.inner_priors)?;
-        let short = |what, expected, got| EvalError::Layout { evaluator: "the evaluator".into(), what, expected, got };
-        if self.inner_values.len() != self.transformed.len() {
-            return Err(short("values", self.transformed.len(), self.inner_values.len()));
-        }
-        let (mut first, mut offset) = (0, 0);
-        for position in positions {
+        self.inner.evaluate(&mut self.transformed)?;
+        self.transformed.check_complete("the evaluator")?;
+        let mut first = 0;
+        for i in 0..batch.len() {
+            let position = batch.positions[i];
             let size = position.size();
             let count = self.ensemble_of(size);
             let weight = 1.0 / count as f32;
-            values.push(self.inner_values[first..first + count].iter().sum::<f32>() * weight);
-            let start = priors.len();
+            let value = (first..first + count).map(|j| self.transformed.output(j).0).sum::<f32>() * weight;
             position.legal_moves(&mut self.moves);
-            priors.resize(start + self.moves.len(), 0.0);
-            for (&sym, transformed) in self.symmetries[first..first + count].iter().zip(&self.transformed[first..]) {
-                transformed.legal_moves(&mut self.image_moves);
+            let start = batch.priors.len();
+            batch.priors.resize(start + self.moves.len(), 0.0);
+            for j in first..first + count {
+                let sym = self.symmetries[j];
+                let (_, inner) = self.transformed.output(j);
+                self.transformed.positions[j].legal_moves(&mut self.image_moves);
+                if inner.len() != self.image_moves.len() {
+                    return Err(EvalError::Layout {
+                        evaluator: "the evaluator".into(),
+                        what: "priors",
+                        expected: self.image_moves.len(),
+                        got: inner.len(),
+                    });
+                }
                 self.index.clear();
                 self.index.extend(self.image_moves.iter().enumerate().map(|(k, &mv)| (mv, k as u32)));
                 self.index.sort_unstable_by_key(|&(mv, _)| mv);
-                let inner = self
-                    .inner_priors
-                    .get(offset..offset + self.image_moves.len())
-                    .ok_or_else(|| short("priors", offset + self.image_moves.len(), self.inner_priors.len()))?;
-                offset += self.image_moves.len();
-                for (prior, &mv) in priors[start..].iter_mut().zip(&self.moves) {
+                for (prior, &mv) in batch.priors[start..].iter_mut().zip(&self.moves) {
                     let image = sym.apply_move(size, mv);
                     let at = self
                         .index
@@ -306,9 +390,9 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
                     *prior += inner[self.index[at].1 as usize] * weight;
                 }
             }
+            batch.finish_output(value);
             first += count;
         }
-        debug_assert_eq!(offset, self.inner_priors.len());
         Ok(())
     }
 }

@@ -14,7 +14,7 @@ pub mod player;
 pub mod search;
 mod tree;
 
-pub use evaluator::{EvalError, Evaluator, RolloutEvaluator, SymmetryEvaluator, UniformEvaluator};
+pub use evaluator::{Batch, EvalError, Evaluator, RolloutEvaluator, SymmetryEvaluator, UniformEvaluator};
 pub use parallel::ParallelEvaluator;
 pub use player::MctsPlayer;
 pub use search::{RootChild, Search, SearchConfig, SearchPatch};

@@ -12,9 +12,7 @@
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
-use konane_rules::Position;
-
-use crate::evaluator::{EvalError, Evaluator};
+use crate::evaluator::{Batch, EvalError, Evaluator};
 
 /// Positions below which a batch is not worth splitting further.
 const MIN_SLICE: usize = 4;
@@ -23,15 +21,13 @@ const MIN_SLICE: usize = 4;
 /// between the caller and a worker, so steady-state evaluation does not
 /// allocate.
 struct Job {
-    positions: Vec<Position>,
-    values: Vec<f32>,
-    priors: Vec<f32>,
+    batch: Batch,
     outcome: Result<(), EvalError>,
 }
 
 impl Default for Job {
     fn default() -> Job {
-        Job { positions: Vec::new(), values: Vec::new(), priors: Vec::new(), outcome: Ok(()) }
+        Job { batch: Batch::new(), outcome: Ok(()) }
     }
 }
 
@@ -71,9 +67,8 @@ impl<E: Evaluator + 'static> ParallelEvaluator<E> {
                     .name(format!("evaluator-{i}"))
                     .spawn(move || {
                         while let Ok(mut job) = job_rx.recv() {
-                            job.values.clear();
-                            job.priors.clear();
-                            job.outcome = evaluator.evaluate(&job.positions, &mut job.values, &mut job.priors);
+                            job.batch.clear_outputs();
+                            job.outcome = evaluator.evaluate(&mut job.batch);
                             if result_tx.send(job).is_err() {
                                 break;
                             }
@@ -93,15 +88,11 @@ impl<E: Evaluator + 'static> ParallelEvaluator<E> {
 }
 
 impl<E: Evaluator + 'static> Evaluator for ParallelEvaluator<E> {
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), EvalError> {
+    fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
         if let Some(inline) = &mut self.inline {
-            return inline.evaluate(positions, values, priors);
+            return inline.evaluate(batch);
         }
+        let positions = batch.positions();
         let ended = |i: usize| EvalError::Failed {
             evaluator: format!("evaluator thread {i}"),
             reason: "the thread ended (it panicked)".into(),
@@ -111,8 +102,10 @@ impl<E: Evaluator + 'static> Evaluator for ParallelEvaluator<E> {
         let mut sent = 0;
         for (i, (worker, chunk)) in self.workers.iter_mut().zip(positions.chunks(per.max(1))).enumerate() {
             let mut job = worker.spare.take().unwrap_or_default();
-            job.positions.clear();
-            job.positions.extend_from_slice(chunk);
+            job.batch.clear();
+            for &position in chunk {
+                job.batch.push(position);
+            }
             let jobs = worker.jobs.as_ref().expect("workers run until drop");
             if jobs.send(job).is_err() {
                 return Err(ended(i));
@@ -127,9 +120,15 @@ impl<E: Evaluator + 'static> Evaluator for ParallelEvaluator<E> {
                 outcome = outcome.and(Err(ended(i)));
                 continue;
             };
-            outcome = outcome.and(std::mem::replace(&mut job.outcome, Ok(())));
-            values.extend_from_slice(&job.values);
-            priors.extend_from_slice(&job.priors);
+            let done = std::mem::replace(&mut job.outcome, Ok(()))
+                .and_then(|()| job.batch.check_complete(&format!("evaluator thread {i}")));
+            if done.is_ok() && outcome.is_ok() {
+                for k in 0..job.batch.len() {
+                    let (value, priors) = job.batch.output(k);
+                    batch.push_output(value, priors);
+                }
+            }
+            outcome = outcome.and(done);
             worker.spare = Some(job);
         }
         outcome
@@ -151,7 +150,7 @@ impl<E> Drop for ParallelEvaluator<E> {
 
 #[cfg(test)]
 mod tests {
-    use konane_rules::Size;
+    use konane_rules::{Position, Size};
 
     use super::*;
     use crate::evaluator::RolloutEvaluator;
@@ -160,16 +159,12 @@ mod tests {
     struct HashEvaluator;
 
     impl Evaluator for HashEvaluator {
-        fn evaluate(
-            &mut self,
-            positions: &[Position],
-            values: &mut Vec<f32>,
-            priors: &mut Vec<f32>,
-        ) -> Result<(), EvalError> {
-            for position in positions {
-                values.push((position.hash() % 1000) as f32 / 1000.0);
+        fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
+            for i in 0..batch.len() {
+                let position = batch.positions()[i];
                 let n = position.count_moves() as usize;
-                priors.extend((0..n).map(|i| (position.hash() % 97) as f32 + i as f32));
+                batch.priors_mut().extend((0..n).map(|i| (position.hash() % 97) as f32 + i as f32));
+                batch.finish_output((position.hash() % 1000) as f32 / 1000.0);
             }
             Ok(())
         }
@@ -185,12 +180,17 @@ mod tests {
         let mut parallel = ParallelEvaluator::new(vec![HashEvaluator, HashEvaluator, HashEvaluator]);
         assert_eq!(parallel.evaluators(), 3);
         for n in [1, 2, 5, 12, 13, 40] {
-            let batch = positions(n);
-            let (mut v1, mut p1, mut v2, mut p2) = (Vec::new(), Vec::new(), vec![9.0], vec![9.0]);
-            single.evaluate(&batch, &mut v1, &mut p1).unwrap();
-            parallel.evaluate(&batch, &mut v2, &mut p2).unwrap();
-            assert_eq!(v2[1..], v1[..], "values of a batch of {n}");
-            assert_eq!(p2[1..], p1[..], "priors of a batch of {n}");
+            let (mut one, mut split) = (Batch::new(), Batch::new());
+            for position in positions(n) {
+                one.push(position);
+                split.push(position);
+            }
+            single.evaluate(&mut one).unwrap();
+            parallel.evaluate(&mut split).unwrap();
+            assert_eq!((one.outputs(), split.outputs()), (n, n), "a batch of {n}");
+            for i in 0..n {
+                assert_eq!(one.output(i), split.output(i), "output {i} of a batch of {n}");
+            }
         }
     }
 

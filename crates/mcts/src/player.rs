@@ -19,7 +19,7 @@ use std::time::Instant;
 use konane_players::{Choice, Limits, Player, PlayerError};
 use konane_rules::Position;
 
-use crate::evaluator::{EvalError, Evaluator, check_outputs};
+use crate::evaluator::{Batch, EvalError, Evaluator, check_outputs};
 use crate::search::{Search, SearchConfig};
 
 /// Simulations per move when neither `nodes` nor `movetime` is set.
@@ -32,9 +32,8 @@ pub struct MctsPlayer<E: Evaluator> {
     limits: Limits,
     seed: u64,
     raw_policy: bool,
-    positions: Vec<Position>,
-    values: Vec<f32>,
-    priors: Vec<f32>,
+    /// The one-position batch of the raw policy.
+    batch: Batch,
 }
 
 impl<E: Evaluator> MctsPlayer<E> {
@@ -42,16 +41,7 @@ impl<E: Evaluator> MctsPlayer<E> {
     /// (if any) drawn from `seed`; with `raw_policy` it plays the
     /// evaluator's favourite move without searching.
     pub fn new(evaluator: E, config: SearchConfig, limits: Limits, seed: u64, raw_policy: bool) -> MctsPlayer<E> {
-        MctsPlayer {
-            evaluator,
-            search: Search::new(config, seed),
-            limits,
-            seed,
-            raw_policy,
-            positions: Vec::with_capacity(1),
-            values: Vec::new(),
-            priors: Vec::new(),
-        }
+        MctsPlayer { evaluator, search: Search::new(config, seed), limits, seed, raw_policy, batch: Batch::new() }
     }
 
     /// The search, with the tree of the last move (root statistics for
@@ -71,21 +61,22 @@ impl<E: Evaluator> MctsPlayer<E> {
     /// # Errors
     /// The evaluator failed or gave unusable outputs.
     pub fn evaluate_raw(&mut self, position: &Position) -> Result<(f32, &[f32]), EvalError> {
-        self.positions.clear();
-        self.positions.push(*position);
-        self.values.clear();
-        self.priors.clear();
-        self.evaluator.evaluate(&self.positions, &mut self.values, &mut self.priors)?;
+        self.batch.clear();
+        self.batch.push(*position);
+        self.evaluator.evaluate(&mut self.batch)?;
+        self.batch.check_complete("the evaluator")?;
+        let (value, priors) = self.batch.output(0);
         let moves = position.count_moves() as usize;
-        let layout = |what, expected, got| EvalError::Layout { evaluator: "the evaluator".into(), what, expected, got };
-        if self.values.len() != 1 {
-            return Err(layout("values", 1, self.values.len()));
+        if priors.len() != moves {
+            return Err(EvalError::Layout {
+                evaluator: "the evaluator".into(),
+                what: "priors",
+                expected: moves,
+                got: priors.len(),
+            });
         }
-        if self.priors.len() != moves {
-            return Err(layout("priors", moves, self.priors.len()));
-        }
-        check_outputs("the evaluator", position, self.values[0], &self.priors)?;
-        Ok((self.values[0], &self.priors))
+        check_outputs("the evaluator", position, value, priors)?;
+        Ok((value, priors))
     }
 
     /// Plays the highest prior without search.

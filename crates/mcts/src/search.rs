@@ -50,7 +50,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
 use serde::{Deserialize, Serialize};
 
-use crate::evaluator::{EvalError, Evaluator, check_outputs};
+use crate::evaluator::{Batch, EvalError, Evaluator, check_outputs};
 use crate::tree::{Node, Proof, ROOT, State, Tree};
 
 /// Settings of a search: the one definition of them. A network player
@@ -293,10 +293,8 @@ pub struct Search {
     collisions: Vec<u32>,
     moves: MoveList,
     noise: Vec<f64>,
-    // Buffers of `run`, kept to avoid allocating per batch.
-    positions: Vec<Position>,
-    values: Vec<f32>,
-    priors: Vec<f32>,
+    /// The batch of `run`, kept to avoid allocating per batch.
+    batch: Batch,
     /// The leaf solver (its table is kept across moves), when
     /// `solve_max_stones > 0`.
     solver: Option<Box<Solver>>,
@@ -327,9 +325,7 @@ impl Search {
             collisions: Vec::new(),
             moves: MoveList::new(),
             noise: Vec::new(),
-            positions: Vec::new(),
-            values: Vec::new(),
-            priors: Vec::new(),
+            batch: Batch::new(),
             // 2^16 buckets of 32 bytes: 2 MB per search.
             solver: (config.solve_max_stones > 0).then(|| Box::new(Solver::new(16))),
             solved_leaves: 0,
@@ -385,22 +381,23 @@ impl Search {
     }
 
     /// Descends from the root up to `max_leaves` times, pushing onto
-    /// `out_positions` the leaves that need evaluating; returns how many it
-    /// pushed. Descents ending at a known value (no legal move, or a proven
-    /// node) are backed up at once and push nothing; a descent reaching a
-    /// leaf already pushed by this gather is dropped. Returns 0 at a root
-    /// with no legal move.
+    /// `batch` the leaves that need evaluating; returns how many it pushed
+    /// (they follow the positions already in the batch, which other
+    /// searches may have gathered). Descents ending at a known value (no
+    /// legal move, or a proven node) are backed up at once and push nothing;
+    /// a descent reaching a leaf already pushed by this gather is dropped.
+    /// Returns 0 at a root with no legal move.
     ///
     /// # Panics
     /// No root set, or the previous gather's leaves not yet applied.
-    pub fn gather(&mut self, max_leaves: usize, out_positions: &mut Vec<Position>) -> usize {
+    pub fn gather(&mut self, max_leaves: usize, batch: &mut Batch) -> usize {
         let root = self.root.expect("set_root before gather");
         assert!(self.pending.is_empty(), "apply the previous gather's evaluations first");
         if self.tree.root().state == State::Expanded && self.tree.root().num_children == 0 {
             return 0;
         }
         for _ in 0..max_leaves {
-            match self.descend(root, out_positions) {
+            match self.descend(root, batch) {
                 Descent::Leaf | Descent::Done => {}
                 Descent::Collision(node) => self.collisions.push(node),
             }
@@ -412,27 +409,26 @@ impl Search {
     }
 
     /// Expands the leaves of the last gather with their evaluations and backs
-    /// the values up, in gather order. `values` holds one value per leaf (for
-    /// its side to move), `priors` the leaves' move priors one after another,
-    /// each in legal-move order: the [`Evaluator`] layout. Priors that do not
-    /// sum to 1 are renormalised (uniform if they sum to 0).
+    /// the values up, in gather order: the leaves' outputs are those of
+    /// `batch` from position `first` on (where the batch stood when this
+    /// search gathered into it). Priors that do not sum to 1 are
+    /// renormalised (uniform if they sum to 0).
     ///
     /// # Errors
-    /// Outputs of the wrong layout, or a value or prior that is not finite:
-    /// nothing is applied, the gathered leaves are given up (the tree is as
-    /// before the gather) and the search can go on with another evaluator.
-    pub fn apply(&mut self, values: &[f32], priors: &[f32]) -> Result<(), EvalError> {
-        if let Err(e) = self.check_evaluations(values, priors) {
+    /// Missing outputs, priors of the wrong length, or a value or prior that
+    /// is not finite: nothing is applied, the gathered leaves are given up
+    /// (the tree is as before the gather) and the search can go on with
+    /// another evaluator.
+    pub fn apply(&mut self, batch: &Batch, first: usize) -> Result<(), EvalError> {
+        if let Err(e) = self.check_evaluations(batch, first) {
             self.abandon_gather();
             return Err(e);
         }
         let mut pending = std::mem::take(&mut self.pending);
-        let mut offset = 0;
-        for (leaf, &value) in pending.iter().zip(values) {
+        for (i, leaf) in pending.iter().enumerate() {
+            let (value, priors) = batch.output(first + i);
             leaf.position.legal_moves(&mut self.moves);
-            let end = offset + self.moves.len();
-            self.expand(leaf.node, &priors[offset..end]);
-            offset = end;
+            self.expand(leaf.node, priors);
             // The evaluator scores the side to move at the leaf; the tree
             // stores values for the player who moved into it.
             self.tree.backup(leaf.node, -(value.clamp(-1.0, 1.0) as f64));
@@ -444,20 +440,19 @@ impl Search {
     }
 
     /// The checks of [`Search::apply`], before anything changes.
-    fn check_evaluations(&mut self, values: &[f32], priors: &[f32]) -> Result<(), EvalError> {
+    fn check_evaluations(&mut self, batch: &Batch, first: usize) -> Result<(), EvalError> {
         let layout = |what, expected, got| EvalError::Layout { evaluator: "the evaluator".into(), what, expected, got };
-        if values.len() != self.pending.len() {
-            return Err(layout("values", self.pending.len(), values.len()));
+        let end = first + self.pending.len();
+        if batch.outputs() < end {
+            return Err(layout("outputs", end, batch.outputs()));
         }
-        let mut offset = 0;
-        for (leaf, &value) in self.pending.iter().zip(values) {
-            let end = offset + leaf.position.count_moves() as usize;
-            let leaf_priors = priors.get(offset..end).ok_or(layout("priors", end, priors.len()))?;
-            check_outputs("the evaluator", &leaf.position, value, leaf_priors)?;
-            offset = end;
-        }
-        if offset != priors.len() {
-            return Err(layout("priors", offset, priors.len()));
+        for (i, leaf) in self.pending.iter().enumerate() {
+            let (value, priors) = batch.output(first + i);
+            let moves = leaf.position.count_moves() as usize;
+            if priors.len() != moves {
+                return Err(layout("priors", moves, priors.len()));
+            }
+            check_outputs("the evaluator", &leaf.position, value, priors)?;
         }
         Ok(())
     }
@@ -488,19 +483,15 @@ impl Search {
     ) -> Result<u64, EvalError> {
         let start = self.simulations;
         let target = start.saturating_add(simulations);
-        let mut positions = std::mem::take(&mut self.positions);
-        let mut values = std::mem::take(&mut self.values);
-        let mut priors = std::mem::take(&mut self.priors);
+        let mut batch = std::mem::take(&mut self.batch);
         let mut outcome = Ok(());
         while self.simulations < target {
             let before = self.simulations;
             let want = (target - self.simulations).min(self.config.batch_size as u64) as usize;
-            positions.clear();
-            if self.gather(want, &mut positions) > 0 {
-                values.clear();
-                priors.clear();
-                let evaluated = evaluator.evaluate(&positions, &mut values, &mut priors);
-                if let Err(e) = evaluated.and_then(|()| self.apply(&values, &priors)) {
+            batch.clear();
+            if self.gather(want, &mut batch) > 0 {
+                let evaluated = evaluator.evaluate(&mut batch);
+                if let Err(e) = evaluated.and_then(|()| self.apply(&batch, 0)) {
                     self.abandon_gather();
                     outcome = Err(e);
                     break;
@@ -510,9 +501,7 @@ impl Search {
                 break;
             }
         }
-        self.positions = positions;
-        self.values = values;
-        self.priors = priors;
+        self.batch = batch;
         outcome.map(|()| self.simulations - start)
     }
 
@@ -716,7 +705,7 @@ impl Search {
 
     /// One descent from the root with virtual loss; a leaf to evaluate is
     /// added to the pending list and to `out`.
-    fn descend(&mut self, root: Position, out: &mut Vec<Position>) -> Descent {
+    fn descend(&mut self, root: Position, out: &mut Batch) -> Descent {
         let mut node = ROOT;
         let mut position = root;
         loop {

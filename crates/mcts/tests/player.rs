@@ -128,18 +128,13 @@ struct LastMoveEvaluator {
 }
 
 impl Evaluator for LastMoveEvaluator {
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), konane_mcts::EvalError> {
-        for position in positions {
-            position.legal_moves(&mut self.moves);
+    fn evaluate(&mut self, batch: &mut konane_mcts::Batch) -> Result<(), konane_mcts::EvalError> {
+        for i in 0..batch.len() {
+            batch.positions()[i].legal_moves(&mut self.moves);
             let n = self.moves.len();
             let total = (n * (n + 1) / 2) as f32;
-            priors.extend((1..=n).map(|i| i as f32 / total));
-            values.push(0.25);
+            batch.priors_mut().extend((1..=n).map(|i| i as f32 / total));
+            batch.finish_output(0.25);
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! The search against exact results, its batching, reuse and determinism,
 //! and the symmetry wrapper's prior mapping.
 
-use konane_mcts::{Evaluator, Search, SearchConfig, SymmetryEvaluator, UniformEvaluator};
+use konane_mcts::{Batch, Evaluator, Search, SearchConfig, SymmetryEvaluator, UniformEvaluator};
 use konane_rules::{Move, MoveList, Position, Size, Solver, Symmetry};
 use rand::seq::IndexedRandom;
 use rand::{RngExt, SeedableRng};
@@ -85,7 +85,7 @@ fn a_root_without_moves_has_no_best_move() {
     }
     let mut s = Search::new(SearchConfig::default(), 1);
     s.set_root(position);
-    let mut out = Vec::new();
+    let mut out = Batch::new();
     assert_eq!(s.gather(16, &mut out), 0);
     assert!(out.is_empty());
     assert_eq!(s.run(&mut UniformEvaluator::default(), 100, None).unwrap(), 0);
@@ -155,14 +155,9 @@ fn the_leaf_solver_proves_small_endgames_without_the_evaluator() {
     #[derive(Default)]
     struct Counting(UniformEvaluator, usize);
     impl Evaluator for Counting {
-        fn evaluate(
-            &mut self,
-            positions: &[Position],
-            values: &mut Vec<f32>,
-            priors: &mut Vec<f32>,
-        ) -> Result<(), konane_mcts::EvalError> {
-            self.1 += positions.len();
-            self.0.evaluate(positions, values, priors)
+        fn evaluate(&mut self, batch: &mut Batch) -> Result<(), konane_mcts::EvalError> {
+            self.1 += batch.len();
+            self.0.evaluate(batch)
         }
     }
     let mut solver = Solver::new(16);
@@ -214,24 +209,19 @@ fn many_searches_share_one_evaluator_call() {
         })
         .collect();
     let mut evaluator = UniformEvaluator::default();
-    let (mut batch, mut values, mut priors) = (Vec::new(), Vec::new(), Vec::new());
-    let mut counts = Vec::new();
+    let mut batch = Batch::new();
+    let mut firsts = Vec::new();
     while searches.iter().any(|s| s.simulations() < simulations) {
         batch.clear();
-        counts.clear();
+        firsts.clear();
         for s in &mut searches {
             let want = (simulations - s.simulations()).min(leaves) as usize;
-            counts.push(s.gather(want, &mut batch));
+            firsts.push(batch.len());
+            s.gather(want, &mut batch);
         }
-        values.clear();
-        priors.clear();
-        evaluator.evaluate(&batch, &mut values, &mut priors).unwrap();
-        let (mut at, mut prior_at) = (0, 0);
-        for (s, &n) in searches.iter_mut().zip(&counts) {
-            let moves: usize = batch[at..at + n].iter().map(|p| p.count_moves() as usize).sum();
-            s.apply(&values[at..at + n], &priors[prior_at..prior_at + moves]).unwrap();
-            at += n;
-            prior_at += moves;
+        evaluator.evaluate(&mut batch).unwrap();
+        for (s, &first) in searches.iter_mut().zip(&firsts) {
+            s.apply(&batch, first).unwrap();
         }
     }
     // Each search is exactly what running it alone with the same batches gives.
@@ -317,21 +307,35 @@ fn from_weight(mv: Move) -> f32 {
 }
 
 impl Evaluator for FromCellEvaluator {
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), konane_mcts::EvalError> {
-        for position in positions {
+    fn evaluate(&mut self, batch: &mut Batch) -> Result<(), konane_mcts::EvalError> {
+        for i in 0..batch.len() {
+            let position = batch.positions()[i];
             position.legal_moves(&mut self.moves);
             let total: f32 = self.moves.iter().map(|&m| from_weight(m)).sum();
-            priors.extend(self.moves.iter().map(|&m| from_weight(m) / total));
+            batch.priors_mut().extend(self.moves.iter().map(|&m| from_weight(m) / total));
             let corner = position.stone_at(konane_rules::Cell(0)).is_some();
-            values.push(if corner { 0.5 } else { -0.5 });
+            batch.finish_output(if corner { 0.5 } else { -0.5 });
         }
         Ok(())
     }
+}
+
+/// Evaluates `positions` as one batch: the values, and the priors one
+/// position after another.
+fn evaluate_flat(evaluator: &mut dyn Evaluator, positions: &[Position]) -> (Vec<f32>, Vec<f32>) {
+    let mut batch = Batch::new();
+    for &position in positions {
+        batch.push(position);
+    }
+    evaluator.evaluate(&mut batch).unwrap();
+    assert_eq!(batch.outputs(), positions.len());
+    let (mut values, mut priors) = (Vec::new(), Vec::new());
+    for i in 0..positions.len() {
+        let (value, p) = batch.output(i);
+        values.push(value);
+        priors.extend_from_slice(p);
+    }
+    (values, priors)
 }
 
 #[test]
@@ -346,8 +350,7 @@ fn symmetry_evaluator_maps_priors_back_to_the_right_moves() {
         opened.play_unchecked(opened.moves()[0]);
         batch.push(opened);
         batch.extend((0..6).map(|i| midgame(size, 3 + 2 * i, seed * 10 + i as u64)));
-        let (mut values, mut priors) = (Vec::new(), Vec::new());
-        evaluator.evaluate(&batch, &mut values, &mut priors).unwrap();
+        let (values, priors) = evaluate_flat(&mut evaluator, &batch);
         assert_eq!(values.len(), batch.len());
         let syms = evaluator.last_symmetries().to_vec();
         let mut at = 0;
@@ -386,8 +389,7 @@ fn symmetry_ensembles_average_distinct_symmetries() {
             .iter()
             .flat_map(|board| (0..4).map(move |i| midgame(size(board), 3 + 2 * i, seed * 10 + i as u64)))
             .collect();
-        let (mut values, mut priors) = (Vec::new(), Vec::new());
-        evaluator.evaluate(&batch, &mut values, &mut priors).unwrap();
+        let (values, priors) = evaluate_flat(&mut evaluator, &batch);
         let syms = evaluator.last_symmetries().to_vec();
         assert_eq!(values.len(), batch.len());
         let (mut at, mut first) = (0, 0);

@@ -8,10 +8,10 @@
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use konane_mcts::{Evaluator, Search, SearchConfig};
+use konane_mcts::{Batch, Evaluator, Search, SearchConfig};
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
+use konane_rules::Size;
 use konane_rules::sample::cycled_positions;
-use konane_rules::{Position, Size};
 
 fn bench_inference(c: &mut Criterion) {
     let config = NetConfig::new();
@@ -28,14 +28,15 @@ fn bench_inference(c: &mut Criterion) {
                 if backend == Backend::Ndarray && batch == 128 {
                     continue; // minutes per sample on the deprecated backend
                 }
-                let chunk = &pool[..batch];
-                let (mut values, mut priors) = (Vec::new(), Vec::new());
+                let mut chunk = Batch::new();
+                for &position in &pool[..batch] {
+                    chunk.push(position);
+                }
                 group.throughput(Throughput::Elements(batch as u64));
                 group.bench_function(BenchmarkId::new(format!("{engine}/{size}"), batch), |b| {
                     b.iter(|| {
-                        values.clear();
-                        priors.clear();
-                        evaluator.evaluate(chunk, &mut values, &mut priors).unwrap();
+                        chunk.clear_outputs();
+                        evaluator.evaluate(&mut chunk).unwrap();
                     })
                 });
             }
@@ -51,14 +52,9 @@ struct Timed<E> {
 }
 
 impl<E: Evaluator> Evaluator for Timed<E> {
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), konane_mcts::EvalError> {
+    fn evaluate(&mut self, batch: &mut Batch) -> Result<(), konane_mcts::EvalError> {
         let start = Instant::now();
-        let outcome = self.inner.evaluate(positions, values, priors);
+        let outcome = self.inner.evaluate(batch);
         self.spent += start.elapsed();
         outcome
     }

@@ -1,8 +1,8 @@
 //! The network as a batched [`Evaluator`] for the search.
 
 use burn::tensor::{Device, Tensor, TensorData};
-use konane_mcts::Evaluator;
 use konane_mcts::evaluator::{EvalError, check_outputs};
+use konane_mcts::{Batch, Evaluator};
 use konane_rules::{MoveList, Position};
 
 use crate::Backend;
@@ -148,26 +148,23 @@ impl NetEvaluator {
 }
 
 impl Evaluator for NetEvaluator {
-    fn evaluate(
-        &mut self,
-        positions: &[Position],
-        values: &mut Vec<f32>,
-        priors: &mut Vec<f32>,
-    ) -> Result<(), EvalError> {
+    fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
         let mut start = 0;
-        while start < positions.len() {
-            let size = positions[start].size();
-            let end = start + positions[start..].iter().take_while(|p| p.size() == size).count();
-            self.forward_into_buffers(&positions[start..end]);
+        while start < batch.len() {
+            let size = batch.positions()[start].size();
+            let end = start + batch.positions()[start..].iter().take_while(|p| p.size() == size).count();
+            self.forward_into_buffers(&batch.positions()[start..end]);
             let per = policy_len(size);
-            for (i, position) in positions[start..end].iter().enumerate() {
+            for i in 0..end - start {
+                let position = batch.positions()[start + i];
                 let value = self.values[i];
-                values.push(value);
                 position.legal_moves(&mut self.moves);
                 let row = &self.logits[i * per..(i + 1) * per];
+                let priors = batch.priors_mut();
                 let first = priors.len();
                 push_softmax(row, &self.moves, size, priors);
-                check_outputs(&self.name, position, value, &priors[first..])?;
+                check_outputs(&self.name, &position, value, &priors[first..])?;
+                batch.finish_output(value);
             }
             start = end;
         }

@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use konane_mcts::Evaluator;
+use konane_mcts::{Batch, Evaluator};
 use konane_nn::checkpoint::{self, CheckpointError, FORMAT_VERSION, NetHeader};
 use konane_nn::encoding::policy_len;
 use konane_nn::train::{Learner, LearnerConfig, Sample};
@@ -75,19 +75,25 @@ fn multiply_adds_count_every_weight_once_per_cell() {
 fn evaluator_gives_a_distribution_over_legal_moves_in_mixed_batches() {
     let device = Backend::Flex.device();
     let mut evaluator = NetEvaluator::new(init_net(&tiny(), &device, 3), device);
-    let mut batch = positions("6x6".parse().unwrap(), 4);
-    batch.extend(positions("5x7".parse().unwrap(), 3));
-    let (mut values, mut priors) = (Vec::new(), Vec::new());
-    evaluator.evaluate(&batch, &mut values, &mut priors).unwrap();
-    assert_eq!(values.len(), batch.len());
-    let mut at = 0;
-    for position in &batch {
-        let n = position.count_moves() as usize;
-        let sum: f32 = priors[at..at + n].iter().sum();
+    let mut list = positions("6x6".parse().unwrap(), 4);
+    list.extend(positions("5x7".parse().unwrap(), 3));
+    let batch = &mut batch_of(&list);
+    evaluator.evaluate(batch).unwrap();
+    assert_eq!(batch.outputs(), list.len());
+    for (i, position) in list.iter().enumerate() {
+        let (_, priors) = batch.output(i);
+        assert_eq!(priors.len(), position.count_moves() as usize, "{position}");
+        let sum: f32 = priors.iter().sum();
         assert!((sum - 1.0).abs() < 1e-4, "{position}: priors sum to {sum}");
-        at += n;
     }
-    assert_eq!(at, priors.len());
+}
+
+fn batch_of(positions: &[Position]) -> Batch {
+    let mut batch = Batch::new();
+    for &position in positions {
+        batch.push(position);
+    }
+    batch
 }
 
 #[test]
@@ -99,6 +105,8 @@ fn both_backends_compute_the_same_network() {
     let ndarray = Backend::Ndarray.device();
     let mut on_ndarray = NetEvaluator::new(net.to_device(&ndarray), ndarray);
     let (nd_logits, nd_values) = on_ndarray.forward(&batch);
+    assert_eq!((flex_logits.len(), flex_values.len()), (nd_logits.len(), nd_values.len()));
+    assert_eq!(flex_values.len(), batch.len());
     for (a, b) in flex_logits.iter().zip(&nd_logits).chain(flex_values.iter().zip(&nd_values)) {
         assert!((a - b).abs() < 1e-4, "{a} vs {b}");
     }
@@ -116,13 +124,19 @@ fn the_native_kernels_evaluate_shipped_networks_as_burn_does() {
         let mut native = NetEvaluator::native(&net);
         assert!(native.is_native() && !burn.is_native());
         for size in sizes {
-            let batch = positions(size.parse().unwrap(), 40);
-            let (mut burn_values, mut burn_priors, mut values, mut priors) = (vec![], vec![], vec![], vec![]);
-            burn.evaluate(&batch, &mut burn_values, &mut burn_priors).unwrap();
-            native.evaluate(&batch, &mut values, &mut priors).unwrap();
-            assert_eq!((values.len(), priors.len()), (burn_values.len(), burn_priors.len()), "{dir} on {size}");
-            for (a, b) in values.iter().zip(&burn_values).chain(priors.iter().zip(&burn_priors)) {
-                assert!((a - b).abs() < 1e-4, "{dir} on {size}: {a} vs {b}");
+            let list = positions(size.parse().unwrap(), 40);
+            let (mut by_burn, mut by_native) = (batch_of(&list), batch_of(&list));
+            burn.evaluate(&mut by_burn).unwrap();
+            native.evaluate(&mut by_native).unwrap();
+            assert_eq!((by_native.outputs(), by_burn.outputs()), (list.len(), list.len()), "{dir} on {size}");
+            let mut burn_values = Vec::new();
+            for i in 0..list.len() {
+                let ((value, priors), (burn_value, burn_priors)) = (by_native.output(i), by_burn.output(i));
+                assert_eq!(priors.len(), burn_priors.len(), "{dir} on {size}");
+                for (a, b) in std::iter::once((&value, &burn_value)).chain(priors.iter().zip(burn_priors)) {
+                    assert!((a - b).abs() < 1e-4, "{dir} on {size}: {a} vs {b}");
+                }
+                burn_values.push(burn_value);
             }
             let spread = burn_values.iter().fold(0.0f32, |m, v| m.max((v - burn_values[0]).abs()));
             assert!(spread > 0.05, "{dir} on {size}: the values should vary along a game");

@@ -20,7 +20,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use konane_mcts::{EvalError, Evaluator, Search};
+use konane_mcts::{Batch, EvalError, Evaluator, Search};
 use konane_nn::{Backend, Net, NetEvaluator};
 use konane_rules::{Color, Move, Position, Size, Solver};
 use rand::{RngExt, SeedableRng};
@@ -269,7 +269,8 @@ struct Game {
     budget: u64,
     /// Whether this move is a full search (recorded as a sample).
     full: bool,
-    /// Leaves gathered into the current batch.
+    /// Where the game's leaves start in the current batch, and how many.
+    first: usize,
     gathered: usize,
     /// Full-search samples with the solver's verdict for the mover, if solved.
     samples: Vec<(PackedSample, Option<bool>)>,
@@ -299,8 +300,18 @@ impl<'a> Worker<'a> {
         let (position, ply) = random_opening(size, config.random_opening_plies, &mut rng);
         let mut search = Search::new(config.search, seed);
         search.set_root(position);
-        let mut game =
-            Game { index, search, rng, position, ply, budget: 0, full: true, gathered: 0, samples: Vec::new() };
+        let mut game = Game {
+            index,
+            search,
+            rng,
+            position,
+            ply,
+            budget: 0,
+            full: true,
+            first: 0,
+            gathered: 0,
+            samples: Vec::new(),
+        };
         self.plan_move(&mut game);
         game
     }
@@ -317,7 +328,7 @@ impl<'a> Worker<'a> {
         let mut queue = indices.iter().copied();
         let mut active: Vec<Game> = Vec::with_capacity(config.parallel_games);
         let mut finished = Vec::new();
-        let (mut positions, mut values, mut priors) = (Vec::new(), Vec::new(), Vec::new());
+        let mut batch = Batch::new();
         loop {
             while active.len() < config.parallel_games {
                 match queue.next() {
@@ -331,34 +342,18 @@ impl<'a> Worker<'a> {
             if self.job.stop.load(Ordering::Relaxed) || self.failed.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            positions.clear();
+            // Gather from every game, evaluate once, apply each game's part.
+            batch.clear();
             for game in &mut active {
                 let want =
                     (game.budget.saturating_sub(game.search.simulations())).clamp(1, config.search.batch_size as u64);
-                game.gathered = game.search.gather(want as usize, &mut positions);
+                game.first = batch.len();
+                game.gathered = game.search.gather(want as usize, &mut batch);
             }
-            if !positions.is_empty() {
-                values.clear();
-                priors.clear();
-                self.evaluator.evaluate(&positions, &mut values, &mut priors)?;
-                let (mut v, mut p) = (0, 0);
-                for game in &mut active {
-                    let n = game.gathered;
-                    if n == 0 {
-                        continue;
-                    }
-                    let moves: usize = positions[v..v + n].iter().map(|q| q.count_moves() as usize).sum();
-                    let layout = |what, expected, got| EvalError::Layout {
-                        evaluator: "the self-play network".into(),
-                        what,
-                        expected,
-                        got,
-                    };
-                    let game_values = values.get(v..v + n).ok_or(layout("values", v + n, values.len()))?;
-                    let game_priors = priors.get(p..p + moves).ok_or(layout("priors", p + moves, priors.len()))?;
-                    game.search.apply(game_values, game_priors)?;
-                    v += n;
-                    p += moves;
+            if !batch.is_empty() {
+                self.evaluator.evaluate(&mut batch)?;
+                for game in active.iter_mut().filter(|g| g.gathered > 0) {
+                    game.search.apply(&batch, game.first)?;
                 }
             }
             let mut i = 0;
