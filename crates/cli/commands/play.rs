@@ -13,9 +13,10 @@ use anyhow::Context;
 use konane_mcts::{Evaluator, MctsPlayer, SearchPatch};
 use konane_nn::player::{NetFactory, load_model};
 use konane_nn::{Backend, checkpoint};
+use konane_players::game::Game;
 use konane_players::ktp::{MAX_LINE, read_line_bounded};
 use konane_players::{Limits, Player};
-use konane_rules::{Cell, Color, GameRecord, Move, Position, Size, Symmetry};
+use konane_rules::{Cell, Color, Move, Position, Size, Symmetry};
 
 /// The network `konane play` uses when no `--model` is given: the shipped
 /// 6x6 checkpoint, compiled into the binary so it works from any directory.
@@ -124,9 +125,8 @@ struct Session<E: Evaluator> {
     raw_policy: bool,
     size: Size,
     human: Color,
-    /// Moves from the start position.
-    moves: Vec<Move>,
-    position: Position,
+    /// The game, from the start position of `size`.
+    game: Game,
     echo: bool,
     /// The game-over message was printed for this position.
     announced: bool,
@@ -134,16 +134,7 @@ struct Session<E: Evaluator> {
 
 impl<E: Evaluator> Session<E> {
     fn new(engine: MctsPlayer<E>, raw_policy: bool, size: Size, human: Color, echo: bool) -> Session<E> {
-        Session {
-            engine,
-            raw_policy,
-            size,
-            human,
-            moves: Vec::new(),
-            position: Position::start(size),
-            echo,
-            announced: false,
-        }
+        Session { engine, raw_policy, size, human, game: Game::new(Position::start(size)), echo, announced: false }
     }
 
     /// Plays until `quit` or the end of `input`.
@@ -152,20 +143,20 @@ impl<E: Evaluator> Session<E> {
         self.draw(out)?;
         let mut bytes = Vec::with_capacity(256);
         loop {
-            if self.position.is_over() {
+            if self.game.position().is_over() {
                 if !self.announced {
-                    let winner = self.position.winner().expect("a finished game has a winner");
+                    let winner = self.game.position().winner().expect("a finished game has a winner");
                     let who = if winner == self.human { "you win" } else { "the network wins" };
-                    writeln!(out, "{} has no move: {winner} wins, {who}.", self.position.side_to_move())?;
+                    writeln!(out, "{} has no move: {winner} wins, {who}.", self.game.position().side_to_move())?;
                     writeln!(out, "`new` for another game, `undo`, `save FILE` or `quit`")?;
                     self.announced = true;
                 }
-            } else if self.position.side_to_move() != self.human {
+            } else if self.game.position().side_to_move() != self.human {
                 self.engine_moves(out)?;
                 continue;
             }
             let prompt =
-                if self.position.is_over() { "game over".to_string() } else { format!("{} (you)", self.human) };
+                if self.game.position().is_over() { "game over".to_string() } else { format!("{} (you)", self.human) };
             write!(out, "{prompt}> ")?;
             out.flush()?;
             let Some(too_long) = read_line_bounded(&mut input, &mut bytes, MAX_LINE).context("reading input")? else {
@@ -196,7 +187,7 @@ impl<E: Evaluator> Session<E> {
             "help" | "?" => writeln!(out, "{HELP}")?,
             "board" | "show" => self.draw(out)?,
             "moves" | "legal" => {
-                let moves: Vec<String> = self.position.moves().iter().map(|m| m.to_text(self.size)).collect();
+                let moves: Vec<String> = self.game.position().moves().iter().map(|m| m.to_text(self.size)).collect();
                 if moves.is_empty() {
                     writeln!(out, "no legal moves: the game is over")?;
                 } else {
@@ -222,7 +213,7 @@ impl<E: Evaluator> Session<E> {
                 None => writeln!(out, "the game is over")?,
                 Some(analysis) => {
                     let mut chance = (analysis.value + 1.0) / 2.0;
-                    if self.position.side_to_move() != self.human {
+                    if self.game.position().side_to_move() != self.human {
                         chance = 1.0 - chance;
                     }
                     let basis = if self.raw_policy {
@@ -243,8 +234,7 @@ impl<E: Evaluator> Session<E> {
                     Some(Ok(color)) => self.human = color,
                     None => {}
                 }
-                self.moves.clear();
-                self.position = Position::start(self.size);
+                self.game = Game::new(Position::start(self.size));
                 self.announced = false;
                 self.engine.new_game();
                 writeln!(out, "new game: you are {}", self.human)?;
@@ -252,8 +242,7 @@ impl<E: Evaluator> Session<E> {
             }
             "save" => match rest.as_slice() {
                 [file] => {
-                    let record =
-                        GameRecord { size: self.size, moves: self.moves.clone(), result: self.position.winner() };
+                    let record = self.game.record().expect("play's games start at the start position");
                     match konane_files::write_atomically(Path::new(file), format!("{record}\n").as_bytes()) {
                         Ok(()) => writeln!(out, "saved to {file}: {record}")?,
                         Err(e) => writeln!(out, "could not save: {e}")?,
@@ -261,12 +250,12 @@ impl<E: Evaluator> Session<E> {
                 }
                 _ => writeln!(out, "usage: save FILE")?,
             },
-            _ if self.position.is_over() => {
+            _ if self.game.position().is_over() => {
                 writeln!(out, "'{line}': the game is over; `new`, `undo`, `save FILE` or `quit`")?;
             }
-            _ => match self.position.parse_legal_move(line) {
-                Ok(mv) => {
-                    self.play(mv);
+            _ => match self.game.play_text(line) {
+                Ok(_) => {
+                    self.announced = false;
                     self.draw(out)?;
                 }
                 Err(e) => writeln!(out, "'{line}': {e} (`moves` lists the legal moves, `help` the commands)")?,
@@ -276,8 +265,7 @@ impl<E: Evaluator> Session<E> {
     }
 
     fn play(&mut self, mv: Move) {
-        self.position.play_unchecked(mv);
-        self.moves.push(mv);
+        self.game.play_legal(mv);
         self.announced = false;
     }
 
@@ -306,7 +294,7 @@ impl<E: Evaluator> Session<E> {
     /// The network failed (its outputs are not finite): the session cannot
     /// go on.
     fn analyse(&mut self) -> anyhow::Result<Option<Analysis>> {
-        let position = self.position;
+        let position = *self.game.position();
         if position.is_over() {
             return Ok(None);
         }
@@ -335,15 +323,11 @@ impl<E: Evaluator> Session<E> {
     /// alternate strictly (there are no passes), so black made the even plies.
     fn undo(&mut self, out: &mut impl Write) -> anyhow::Result<()> {
         let first = usize::from(self.human == Color::White);
-        let Some(since_first) = self.moves.len().checked_sub(first + 1) else {
+        let Some(since_first) = self.game.moves().len().checked_sub(first + 1) else {
             writeln!(out, "nothing to undo")?;
             return Ok(());
         };
-        let last = first + since_first / 2 * 2;
-        let taken = self.moves.len() - last;
-        for mv in self.moves.drain(last..).rev() {
-            self.position.undo_unchecked(mv);
-        }
+        let taken = self.game.undo_to(first + since_first / 2 * 2);
         self.announced = false;
         writeln!(out, "took back {taken} {}", if taken == 1 { "ply" } else { "plies" })?;
         self.draw(out)
@@ -351,14 +335,14 @@ impl<E: Evaluator> Session<E> {
 
     /// The board with the last move's cells marked.
     fn draw(&self, out: &mut impl Write) -> anyhow::Result<()> {
-        let marked: Vec<Cell> = match self.moves.last() {
-            Some(&Move::Remove(cell)) => vec![cell],
-            Some(&Move::Jump { from, to }) => vec![from, to],
+        let marked: Vec<Cell> = match self.game.last_move() {
+            Some(Move::Remove(cell)) => vec![cell],
+            Some(Move::Jump { from, to }) => vec![from, to],
             None => Vec::new(),
         };
-        write!(out, "{}", self.position.pretty(&marked))?;
-        if let Some(mv) = self.moves.last() {
-            writeln!(out, "last move: {} (ply {})", mv.to_text(self.size), self.moves.len())?;
+        write!(out, "{}", self.game.position().pretty(&marked))?;
+        if let Some(mv) = self.game.last_move() {
+            writeln!(out, "last move: {} (ply {})", mv.to_text(self.size), self.game.moves().len())?;
         }
         Ok(())
     }
@@ -367,6 +351,7 @@ impl<E: Evaluator> Session<E> {
 #[cfg(test)]
 mod tests {
     use konane_mcts::{SearchConfig, UniformEvaluator};
+    use konane_rules::GameRecord;
 
     use super::*;
 
@@ -393,7 +378,7 @@ mod tests {
         assert!(text.contains("usage: save FILE"), "{text}");
         assert!(text.contains("'fly':"), "{text}");
         // Nothing was played, and every line got a prompt back (plus the one at the end of input).
-        assert!(s.moves.is_empty());
+        assert!(s.game.moves().is_empty());
         assert_eq!(text.matches("black (you)> ").count(), 8, "{text}");
     }
 
@@ -402,13 +387,13 @@ mod tests {
         let mut s = session(Color::Black, 16);
         let text = transcript(&mut s, "a1\n");
         assert!(text.contains("network plays"), "{text}");
-        assert_eq!(s.moves.len(), 2, "black's removal and white's reply");
+        assert_eq!(s.game.moves().len(), 2, "black's removal and white's reply");
         assert!(text.contains("last move:"), "{text}");
         let text = transcript(&mut s, "undo\nundo\n");
         assert!(text.contains("took back 2 plies"), "{text}");
         assert!(text.contains("nothing to undo"), "{text}");
-        assert!(s.moves.is_empty());
-        assert_eq!(s.position, Position::start(s.size));
+        assert!(s.game.moves().is_empty());
+        assert_eq!(*s.game.position(), Position::start(s.size));
     }
 
     #[test]
@@ -416,9 +401,9 @@ mod tests {
         let mut s = session(Color::White, 0);
         let text = transcript(&mut s, "moves\nhint\neval\n");
         assert!(text.starts_with("type `help`"), "{text}");
-        assert_eq!(s.moves.len(), 1, "black (the network) removed a stone");
+        assert_eq!(s.game.moves().len(), 1, "black (the network) removed a stone");
         assert!(text.contains("of policy"), "{text}");
-        let legal: Vec<String> = s.position.moves().iter().map(|m| m.to_text(s.size)).collect();
+        let legal: Vec<String> = s.game.position().moves().iter().map(|m| m.to_text(s.size)).collect();
         assert!(text.contains(&format!("legal ({}): {}", legal.len(), legal.join(" "))), "{text}");
         let hint = text.lines().find(|l| l.starts_with("hint: ")).expect(&text);
         let hinted = hint["hint: ".len()..].split(' ').next().unwrap();
@@ -433,9 +418,9 @@ mod tests {
         let mut s = session(Color::Black, 8);
         let mut out = Vec::new();
         // The user always plays the first legal move.
-        while !s.position.is_over() {
-            if s.position.side_to_move() == s.human {
-                let mv = s.position.moves()[0].to_text(s.size);
+        while !s.game.position().is_over() {
+            if s.game.position().side_to_move() == s.human {
+                let mv = s.game.position().moves()[0].to_text(s.size);
                 assert!(s.command(&mv, &mut out).unwrap());
             } else {
                 s.engine_moves(&mut out).unwrap();

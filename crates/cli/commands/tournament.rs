@@ -6,7 +6,8 @@ use std::io::Write;
 use konane_nn::Backend;
 use konane_nn::player::player_factories;
 use konane_nn::spec::PlayerSpec;
-use konane_players::arena::{MatchConfig, MatchSummary, bradley_terry_elo, play_match};
+use konane_players::PlayerFactory;
+use konane_players::arena::{MatchConfig, RoundRobin, round_robin};
 use konane_rules::Size;
 
 /// Most players in one round robin (their pairings grow as the square).
@@ -48,20 +49,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let factories = player_factories(specs, backend)?;
     let threads = args.threads.unwrap_or_else(super::cores);
     let n = specs.len();
-    let mut wins = vec![vec![0.0; n]; n];
-    let mut faults = 0;
-    for i in 0..n {
-        for j in i + 1..n {
-            let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
-            let results = play_match(&*factories[i], &*factories[j], &config, &|_| {})?;
-            let s = MatchSummary::new(specs[i].to_string(), specs[j].to_string(), size, &results);
-            tracing::info!(a = %specs[i], b = %specs[j], score = s.score, "pairing done");
-            wins[i][j] += s.a_wins as f64;
-            wins[j][i] += s.b_wins as f64;
-            faults += s.faults.len();
-        }
-    }
-    let elo = bradley_terry_elo(&wins);
+    let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
+    let players: Vec<&dyn PlayerFactory> = factories.iter().map(|f| f.as_ref()).collect();
+    let RoundRobin { wins, elo, faults } = round_robin(&players, &config, &|_, _, summary| {
+        tracing::info!(a = %summary.a, b = %summary.b, score = summary.score, "pairing done");
+    })?;
     let mut out = super::stdout();
     writeln!(out, "| player | Elo | score |")?;
     writeln!(out, "| --- | --- | --- |")?;

@@ -257,6 +257,49 @@ pub fn play_match(
     Ok(results)
 }
 
+/// What a round robin found: every pair's games and the ratings they imply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundRobin {
+    /// `wins[i][j]`: games player `i` won against player `j`.
+    pub wins: Vec<Vec<f64>>,
+    /// Bradley–Terry Elo of each player, the first at 0.
+    pub elo: Vec<f64>,
+    /// Games not scored (a player broke a rule).
+    pub faults: usize,
+}
+
+/// Every pair of `players` plays a match of `config.games` games (pair `p`,
+/// counted row by row, from seed `config.seed ^ p`); `on_pairing(i, j,
+/// summary)` sees each match as it ends. The players are rated together by
+/// [`bradley_terry_elo`].
+///
+/// # Errors
+/// As [`play_match`].
+pub fn round_robin(
+    players: &[&dyn PlayerFactory],
+    config: &MatchConfig,
+    on_pairing: &dyn Fn(usize, usize, &MatchSummary),
+) -> Result<RoundRobin, MatchError> {
+    let n = players.len();
+    let mut wins = vec![vec![0.0; n]; n];
+    let mut faults = 0;
+    let mut pair = 0;
+    for i in 0..n {
+        for j in i + 1..n {
+            let pairing = MatchConfig { seed: config.seed ^ pair, ..config.clone() };
+            let results = play_match(players[i], players[j], &pairing, &|_| {})?;
+            let summary = MatchSummary::new(players[i].label(), players[j].label(), config.size, &results);
+            wins[i][j] += summary.a_wins as f64;
+            wins[j][i] += summary.b_wins as f64;
+            faults += summary.faults.len();
+            on_pairing(i, j, &summary);
+            pair += 1;
+        }
+    }
+    let elo = if n > 1 { bradley_terry_elo(&wins) } else { vec![0.0; n] };
+    Ok(RoundRobin { wins, elo, faults })
+}
+
 /// A 95% interval.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct Interval {
@@ -427,6 +470,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_round_robin_plays_every_pair_and_rates_the_first_at_zero() {
+        let deep = BaselineFactory::new(Baseline::AlphaBeta, Limits { depth: Some(3), ..Limits::default() }, "ab3");
+        let (a, b) = (random(), greedy());
+        let players: [&dyn PlayerFactory; 3] = [&a, &b, &deep];
+        let config = MatchConfig { size: "5x5".parse().unwrap(), games: 6, threads: 2, seed: 4 };
+        let seen = std::sync::Mutex::new(Vec::new());
+        let table = round_robin(&players, &config, &|i, j, s| seen.lock().unwrap().push((i, j, s.games))).unwrap();
+        assert_eq!(seen.into_inner().unwrap(), [(0, 1, 6), (0, 2, 6), (1, 2, 6)]);
+        for i in 0..3 {
+            for j in 0..3 {
+                if i != j {
+                    assert_eq!(table.wins[i][j] + table.wins[j][i], 6.0, "{i} vs {j}");
+                }
+            }
+        }
+        assert_eq!((table.elo[0], table.faults), (0.0, 0));
+        assert!(table.elo[2] > table.elo[0], "depth 3 rates above random: {:?}", table.elo);
+        assert_eq!(round_robin(&players, &config, &|_, _, _| {}).unwrap(), table, "seeded: the same again");
     }
 
     /// A player whose search always fails.

@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use konane_rules::{Position, Size};
 
+use crate::game::Game;
 use crate::{Limits, Player};
 
 /// The longest line read, in bytes. A 20x20 position command is about 450
@@ -102,9 +103,8 @@ impl fmt::Display for Response {
 /// A KTP engine: the game so far, the player that answers `genmove`, and
 /// the limits set with `limit`.
 pub struct KtpEngine {
-    position: Position,
-    /// Positions before each move played since the last `newgame`/`position`.
-    history: Vec<Position>,
+    /// The game since the last `newgame` or `position`.
+    game: Game,
     player: Box<dyn Player>,
     /// Limits from `limit` commands, over the player's own.
     overrides: Limits,
@@ -115,8 +115,7 @@ impl KtpEngine {
     /// An engine holding the 8x8 start position, answering with `player`.
     pub fn new(player: Box<dyn Player>) -> KtpEngine {
         KtpEngine {
-            position: Position::start(Size::new_const(8, 8)),
-            history: Vec::new(),
+            game: Game::new(Position::start(Size::new_const(8, 8))),
             player,
             overrides: Limits::default(),
             quit: false,
@@ -125,7 +124,7 @@ impl KtpEngine {
 
     /// The current position.
     pub fn position(&self) -> &Position {
-        &self.position
+        self.game.position()
     }
 
     /// The limits the next `genmove` searches under: the player's own, with
@@ -199,7 +198,7 @@ impl KtpEngine {
             "genmove" => no_arguments().and_then(|()| self.genmove()),
             "legal" => no_arguments().map(|()| self.legal()),
             "undo" => no_arguments().and_then(|()| self.undo()),
-            "show" => no_arguments().map(|()| self.position.to_string()),
+            "show" => no_arguments().map(|()| self.game.position().to_string()),
             "limit" => self.limit(arguments),
             "quit" => no_arguments().map(|()| {
                 self.quit = true;
@@ -228,8 +227,7 @@ impl KtpEngine {
     }
 
     fn start_game(&mut self, position: Position) {
-        self.position = position;
-        self.history.clear();
+        self.game = Game::new(position);
         self.player.new_game();
     }
 
@@ -237,14 +235,12 @@ impl KtpEngine {
         if arguments.is_empty() {
             return Err("play needs a move like d4 or d4-d6".into());
         }
-        let mv = self.position.parse_legal_move(arguments).map_err(|e| format!("{e}"))?;
-        self.history.push(self.position);
-        self.position.play_unchecked(mv);
+        self.game.play_text(arguments).map_err(|e| format!("{e}"))?;
         Ok(String::new())
     }
 
     fn genmove(&mut self) -> Result<String, String> {
-        let position = self.position;
+        let position = *self.game.position();
         if position.is_over() {
             return Ok("none".into());
         }
@@ -278,20 +274,18 @@ impl KtpEngine {
             value = ?choice.value,
             "genmove"
         );
-        self.history.push(position);
-        self.position.play_unchecked(choice.mv);
+        self.game.play_legal(choice.mv);
         Ok(choice.mv.to_text(size))
     }
 
     fn legal(&self) -> String {
-        let size = self.position.size();
-        let moves: Vec<String> = self.position.moves().iter().map(|mv| mv.to_text(size)).collect();
+        let position = self.game.position();
+        let moves: Vec<String> = position.moves().iter().map(|mv| mv.to_text(position.size())).collect();
         moves.join(" ")
     }
 
     fn undo(&mut self) -> Result<String, String> {
-        let previous = self.history.pop().ok_or("no move to take back since the last newgame or position")?;
-        self.position = previous;
+        self.game.undo().ok_or("no move to take back since the last newgame or position")?;
         Ok(String::new())
     }
 
@@ -419,9 +413,9 @@ mod tests {
 
     /// The reason `line` failed, checking that it changed nothing.
     fn fails(engine: &mut KtpEngine, line: &str) -> String {
-        let before = (*engine.position(), engine.history.clone(), engine.overrides, engine.quit);
+        let before = (engine.game.clone(), engine.overrides, engine.quit);
         let response = engine.handle_line(line).unwrap();
-        let after = (*engine.position(), engine.history.clone(), engine.overrides, engine.quit);
+        let after = (engine.game.clone(), engine.overrides, engine.quit);
         assert_eq!(before, after, "{line:?} failed but changed the engine");
         let reason = response.outcome().expect_err(line).to_string();
         assert!(!reason.is_empty() && !reason.contains('\n'), "{line:?}: {reason:?}");
@@ -579,12 +573,12 @@ mod tests {
             plies += 1;
         }
         assert!(engine.position().is_over());
-        assert_eq!(engine.history.len(), plies);
+        assert_eq!(engine.game.moves().len(), plies);
         // `none` changes nothing, however often it is asked.
         let over = *engine.position();
         assert_eq!(ok(&mut engine, "genmove"), "none");
         assert_eq!(*engine.position(), over);
-        assert_eq!(engine.history.len(), plies);
+        assert_eq!(engine.game.moves().len(), plies);
         for _ in 0..plies {
             ok(&mut engine, "undo");
         }

@@ -9,6 +9,7 @@
 pub mod accuracy;
 pub mod alphabeta;
 pub mod arena;
+pub mod game;
 pub mod greedy;
 pub mod ktp;
 pub mod random;

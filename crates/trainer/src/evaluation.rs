@@ -10,7 +10,7 @@ use konane_nn::player::NetFactory;
 use konane_nn::spec::PlayerSpec;
 use konane_nn::{Backend, Net};
 use konane_players::Limits;
-use konane_players::arena::{self, GameResult, MatchConfig, MatchSummary, PlayerFactory, bradley_terry_elo};
+use konane_players::arena::{self, GameResult, MatchConfig, MatchSummary, PlayerFactory};
 use konane_rules::Size;
 
 use crate::TrainError;
@@ -56,7 +56,7 @@ pub fn play(
 /// first is 0. A single opponent is simply 0.
 ///
 /// # Errors
-/// As [`play`].
+/// As [`arena::round_robin`].
 pub fn rate_anchors(
     opponents: &[PlayerSpec],
     factories: &[Box<dyn PlayerFactory>],
@@ -65,20 +65,11 @@ pub fn rate_anchors(
     threads: usize,
     seed: u64,
 ) -> Result<Vec<(String, f64)>, TrainError> {
-    let n = opponents.len();
-    let mut wins = vec![vec![0.0; n]; n];
-    let mut pair = 0;
-    for i in 0..n {
-        for j in i + 1..n {
-            let result =
-                play(factories[i].as_ref(), factories[j].as_ref(), size, games, threads, seed ^ pair, &|_| {})?;
-            wins[i][j] = result.wins as f64;
-            wins[j][i] = (result.games - result.wins) as f64;
-            pair += 1;
-        }
-    }
-    let ratings = if n > 1 { bradley_terry_elo(&wins) } else { vec![0.0; n] };
-    Ok(opponents.iter().map(|s| s.to_string()).zip(ratings).collect())
+    let players: Vec<&dyn PlayerFactory> = factories.iter().map(|f| f.as_ref()).collect();
+    let config = MatchConfig { size, games, threads, seed };
+    let table = arena::round_robin(&players, &config, &|_, _, _| {})
+        .map_err(|error| TrainError::Match { opponent: "the anchor round robin".into(), error })?;
+    Ok(opponents.iter().map(|s| s.to_string()).zip(table.elo).collect())
 }
 
 /// The maximum-likelihood rating of a player with `results` against anchors
