@@ -2,10 +2,12 @@
 //! a script would drive it, against the network shipped in the binary.
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
+
+use crate::common::konane_command;
 
 fn play(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_konane"))
+    let mut child = konane_command()
         .arg("play")
         .args(args)
         .stdin(Stdio::piped())

@@ -2,15 +2,15 @@
 //! deep search scores every won position, random play does not, and the
 //! JSON lists each miss with a legal, losing move.
 
-use std::process::Command;
-
 use konane_rules::Position;
+
+use crate::common::konane_command;
 
 #[test]
 fn scores_players_against_the_solver_and_lists_their_misses() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("accuracy.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_konane"))
+    let out = konane_command()
         .args(["accuracy", "--players", "alphabeta:depth=30;random", "--size", "5x4", "--positions", "40"])
         .arg("--json")
         .arg(&json)

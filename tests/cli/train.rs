@@ -3,50 +3,9 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-const TINY: &str = r#"
-name = "tiny"
-seed = 3
-iterations = 2
-threads = 1
-sizes = ["5x5"]
-[network]
-blocks = 1
-channels = 8
-policy_channels = 8
-value_channels = 8
-value_hidden = 8
-[selfplay]
-games = 4
-parallel_games = 4
-simulations = 8
-max_nodes = 10000
-[replay]
-window = 100
-min_samples = 10
-[training]
-batch_size = 16
-steps = 2
-[evaluation]
-opponents = ["random"]
-games = 2
-previous_games = 2
-simulations = 4
-"#;
-
-fn konane(args: &[&str]) -> Output {
-    konane_logging(args, "warn")
-}
-
-/// Runs the binary with its log filter (`KONANE_LOG`) set to `level`.
-fn konane_logging(args: &[&str], level: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_konane")).args(args).env("KONANE_LOG", level).output().expect("run konane")
-}
-
-fn text(output: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
-}
+use crate::common::{TINY, konane, konane_logging, text};
 
 #[test]
 fn train_resume_and_plot() {

@@ -3,47 +3,16 @@
 //! prompt or answer), never a panic, a hang or a damaged run directory.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::Tensor;
 use konane_nn::checkpoint::{self, FORMAT_VERSION, NetHeader};
 use konane_nn::{Backend, NetConfig, init_net};
 
-fn konane(args: &[&str]) -> Output {
-    run_with_input(args, b"")
-}
-
-fn run_with_input(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_konane"))
-        .args(args)
-        .env("KONANE_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run konane");
-    // A command that fails at start may exit before reading its input.
-    let _ = child.stdin.take().unwrap().write_all(input);
-    child.wait_with_output().unwrap()
-}
-
-fn text(output: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
-}
-
-/// The command failed with one error line that contains every `part`, and
-/// did not panic.
-fn fails_with(output: &Output, parts: &[&str]) {
-    let (stdout, stderr) = text(output);
-    assert!(!output.status.success(), "succeeded: {stdout}\n{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    for part in parts {
-        assert!(stderr.contains(part), "no {part:?} in: {stderr}");
-    }
-}
+use crate::common::{TINY, fails_with, konane, konane_logging, run_with_input, text};
 
 fn tiny_net() -> NetConfig {
     NetConfig::new().with_blocks(1).with_channels(8).with_policy_channels(8).with_value_channels(8).with_value_hidden(8)
@@ -230,36 +199,6 @@ fn play_answers_lines_that_are_not_text_and_prompts_again() {
     assert_eq!(stdout.matches("black (you)> ").count(), 4, "{stdout}");
 }
 
-const TINY: &str = r#"
-name = "tiny"
-seed = 3
-iterations = 2
-threads = 1
-sizes = ["5x5"]
-[network]
-blocks = 1
-channels = 8
-policy_channels = 8
-value_channels = 8
-value_hidden = 8
-[selfplay]
-games = 4
-parallel_games = 4
-simulations = 8
-max_nodes = 10000
-[replay]
-window = 100
-min_samples = 10
-[training]
-batch_size = 16
-steps = 2
-[evaluation]
-opponents = ["random"]
-games = 2
-previous_games = 2
-simulations = 4
-"#;
-
 /// Every file under `dir` with its bytes, to compare before and after.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
@@ -327,10 +266,6 @@ fn run_directories_refuse_what_they_cannot_honour() {
         assert_eq!(fs::read_to_string(run.join("LATEST")).unwrap().trim(), "checkpoints/iter-000002/net.knet");
     }
     assert!(run.join("checkpoints/iter-000002/net.knet").exists());
-}
-
-fn konane_logging(args: &[&str], level: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_konane")).args(args).env("KONANE_LOG", level).output().expect("run konane")
 }
 
 #[test]

@@ -19,7 +19,7 @@ const START_8X8: &str = "WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW/WBWBWBWB/BWBWBWBW/W
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn konane() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_konane"))
+    konane_command()
 }
 
 /// Writes all of `input` to a fresh engine, closes its stdin, and returns
@@ -65,6 +65,8 @@ enum Expect {
 }
 
 use Expect::{Exact, Moves, Refused, Silent};
+
+use crate::common::konane_command;
 
 fn exact(answer: &str) -> Expect {
     Exact(answer.to_string())
