@@ -1,5 +1,5 @@
 //! End-to-end tests of `konane ktp`: the real binary, driven over its
-//! stdin and stdout as a referee or front end would (`shared/spec/ktp.md`).
+//! stdin and stdout as a referee or front end would (`docs/spec/ktp.md`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};

@@ -1,5 +1,5 @@
 //! `konane ktp --player SPEC`: an engine speaking KTP
-//! (`shared/spec/ktp.md`) on standard input and output.
+//! (`docs/spec/ktp.md`) on standard input and output.
 
 use std::io;
 

@@ -314,11 +314,6 @@ impl<E: Evaluator> SymmetryEvaluator<E> {
         &self.inner
     }
 
-    /// The wrapped evaluator, mutably.
-    pub fn inner_mut(&mut self) -> &mut E {
-        &mut self.inner
-    }
-
     /// The symmetries applied to each position of the last batch, the
     /// ensemble's in a row per position (checks and debugging).
     pub fn last_symmetries(&self) -> &[Symmetry] {
@@ -341,11 +336,11 @@ impl<E: Evaluator> Evaluator for SymmetryEvaluator<E> {
             let all = Symmetry::of(position.size());
             let mut choices = Symmetry::ALL;
             let chosen: &[Symmetry] = match self.ensemble_of(position.size()) {
-                // One draw, as before ensembles: seeded games stay as they were.
+                // One draw from the seeded stream.
                 1 => std::slice::from_ref(all.choose(&mut self.rng).expect("every board has the identity")),
                 // All of them in a fixed order: the averages are summed the
-                // same way every time, so the search no longer depends on
-                // the seed, not even through rounding at exact ties.
+                // same way every time, so the search does not depend on the
+                // seed, not even through rounding at exact ties.
                 count if count == all.len() => all,
                 count => choices[..all.len()].partial_shuffle(&mut self.rng, count).0,
             };

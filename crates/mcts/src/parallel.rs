@@ -3,7 +3,7 @@
 //!
 //! A CPU network backend gets more from one single-threaded evaluator per
 //! core than from one evaluator whose operations are spread over the cores
-//! (`shared/notes/burn-0.22.md`: about 2x). Self-play gets that by playing
+//! (`docs/burn-0.22.md`: about 2x). Self-play gets that by playing
 //! games on several workers; a single game (an engine answering `genmove`,
 //! `konane play`) gets it here: the search gathers a batch as usual and each
 //! evaluator takes a contiguous slice of it. (How an evaluator keeps its own

@@ -50,11 +50,6 @@ impl<E: Evaluator> MctsPlayer<E> {
         &self.search
     }
 
-    /// The evaluator.
-    pub fn evaluator_mut(&mut self) -> &mut E {
-        &mut self.evaluator
-    }
-
     /// The evaluator's value and priors for `position` (not over), checked
     /// for layout and finiteness: the raw policy's view of it.
     ///

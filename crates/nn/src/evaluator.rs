@@ -35,7 +35,7 @@ enum Engine {
     /// of one thread: burn's CPU backends spread their operations over
     /// rayon's threads, and one single-threaded evaluator per core runs
     /// about twice as fast as one spread over the cores
-    /// (`shared/notes/burn-0.22.md`). The native kernels use no threads.
+    /// (`docs/burn-0.22.md`). The native kernels use no threads.
     Burn { net: Net, device: Device, pool: rayon::ThreadPool },
     /// konane's Winograd kernels on the same weights ([`NativeNet`]).
     Native(Box<NativeNet>),
@@ -53,14 +53,14 @@ impl NetEvaluator {
     }
 
     /// Evaluates `net`'s weights with the native kernels: about twice as
-    /// fast as burn-flex on one core (README, inference speed).
+    /// fast as burn-flex on one core (`docs/performance.md`).
     pub fn native(net: &Net) -> NetEvaluator {
         NetEvaluator::with_engine(Engine::Native(Box::new(NativeNet::new(net))))
     }
 
     /// The evaluator a run on `backend` searches with: the native kernels
-    /// for flex (the default backend), burn itself for ndarray, which is
-    /// kept to run the mission's backend end to end.
+    /// for flex (the default backend), burn itself for ndarray, so that a
+    /// run on ndarray is burn-ndarray end to end.
     pub fn for_backend(net: &Net, backend: Backend) -> NetEvaluator {
         match backend {
             Backend::Flex => NetEvaluator::native(net),

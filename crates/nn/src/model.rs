@@ -6,7 +6,7 @@
 //! a learned gate that starts at zero (ReZero), so a fresh network is the
 //! identity plus its heads and trains stably with Adam. That keeps inference
 //! identical between training and play (no running statistics to go stale,
-//! see `shared/notes/burn-0.22.md`) and saves the normalisation passes.
+//! see `docs/burn-0.22.md`) and saves the normalisation passes.
 
 use std::ops::RangeInclusive;
 

@@ -2,7 +2,7 @@
 //! instead of burn's tensor operations, for the search's network calls.
 //!
 //! burn-flex runs the tower at about 0.55 of PyTorch's speed on one core
-//! (README, "Against PyTorch on the same core"): its convolution is a
+//! (`docs/performance.md`): its convolution is a
 //! small im2col + matrix product per position, and nothing built from burn
 //! tensor operations did better (a Winograd probe was 1.9x slower, its
 //! strided copies alone costing most of a convolution). Leela Zero's CPU

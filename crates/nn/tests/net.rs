@@ -148,7 +148,8 @@ use burn::module::Module;
 
 #[test]
 fn save_then_load_gives_identical_outputs() {
-    let dir = tempdir();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
     let device = Backend::Flex.device();
     let net = init_net(&tiny(), &device, 9);
     let path = dir.join("net.knet");
@@ -178,7 +179,8 @@ fn with_header(file: &[u8], header: &NetHeader) -> Vec<u8> {
 
 #[test]
 fn damaged_or_foreign_files_fail_with_the_file_and_the_reason() {
-    let dir = tempdir();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
     let device = Backend::Flex.device();
     let path = dir.join("net.knet");
     checkpoint::save(&init_net(&tiny(), &device, 1), &header(&tiny()), &path).unwrap();
@@ -219,7 +221,8 @@ fn damaged_or_foreign_files_fail_with_the_file_and_the_reason() {
 
 #[test]
 fn directories_resolve_through_their_latest_pointer() {
-    let dir = tempdir();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
     let device = Backend::Flex.device();
     let file = dir.join("iter-3").join("net.knet");
     checkpoint::save(&init_net(&tiny(), &device, 1), &header(&tiny()), &file).unwrap();
@@ -249,19 +252,6 @@ fn training_steps_fit_a_fixed_batch() {
     assert!(last.value < first.value * 0.5, "value loss {} -> {}", first.value, last.value);
     let net = learner.inference_net(&Backend::Flex.device());
     assert_eq!(net.num_params(), init_net(&tiny(), &Backend::Flex.device(), 2).num_params());
-}
-
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "konane-nn-test-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The KTP engine: one [`Player`] behind the Kōnane Text Protocol
-//! (`../shared/spec/ktp.md`), read line by line from any reader and answered
+//! (`docs/spec/ktp.md`), read line by line from any reader and answered
 //! on any writer.
 //!
 //! ```

@@ -1,5 +1,5 @@
 //! Board sizes, cells, colours and the cell names of the notation
-//! (`../shared/spec/notation.md`).
+//! (`docs/spec/notation.md`).
 
 use std::fmt;
 use std::str::FromStr;

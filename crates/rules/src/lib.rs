@@ -1,6 +1,6 @@
 //! Exact Kōnane rules for every board from 1x1 to 20x20.
 //!
-//! The notation (`../shared/spec/notation.md`) is binding: positions, moves
+//! The notation (`docs/spec/notation.md`) is binding: positions, moves
 //! and game records print and parse exactly as it says. Move generation is
 //! bitboard based and never allocates; [`Position`] hides the board width,
 //! and [`Board`] exposes it for monomorphic inner loops.

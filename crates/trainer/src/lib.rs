@@ -1,6 +1,6 @@
 //! AlphaZero-style self-play training for Kōnane.
 //!
-//! One iteration of the loop (see `README.md`, "How the loop works"):
+//! One iteration of the loop (`docs/training.md`, "How the loop works"):
 //!
 //! 1. **Self-play** ([`selfplay`]): worker threads, one network evaluator
 //!    each, play many games at once with batched PUCT search, Dirichlet root

@@ -75,9 +75,8 @@ pub struct Timing {
     #[serde(default)]
     pub rss_mib: f64,
     /// Peak resident memory of the process during the iteration, in MiB
-    /// (Linux; else 0): the high-water mark is reset as each iteration
-    /// starts (runs before 2026-11-30 recorded the peak since the process
-    /// started).
+    /// (Linux; else 0): the host resets the high-water mark as each
+    /// iteration starts, so each reports its own peak.
     #[serde(default)]
     pub peak_rss_mib: f64,
 }

@@ -259,13 +259,6 @@ impl ReplayBuffer {
         self.capacity
     }
 
-    /// Changes the window size (a resumed run with a new `replay.window`),
-    /// dropping the oldest samples if it shrinks.
-    pub fn set_capacity(&mut self, capacity: usize) {
-        self.capacity = capacity;
-        self.trim();
-    }
-
     /// The samples, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &PackedSample> {
         self.samples.iter()

@@ -9,7 +9,7 @@
 //!
 //! Workers run as plain threads, one evaluator each: one single-threaded
 //! evaluator per core measured about twice the throughput of one evaluator
-//! spread over both cores (`shared/notes/burn-0.22.md`), and the network's
+//! spread over both cores (`docs/burn-0.22.md`), and the network's
 //! evaluator keeps its work on one thread.
 //!
 //! **Determinism.** Game `i` of iteration `t` is played by worker

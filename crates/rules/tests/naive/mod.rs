@@ -1,5 +1,5 @@
 //! A second, deliberately naive implementation of the Kōnane rules, written
-//! straight from `shared/spec/notation.md` and sharing no code with the
+//! straight from `docs/spec/notation.md` and sharing no code with the
 //! bitboard engine except the plain data types used to name moves
 //! (`Move`, `Cell`, `Color`).
 //!
