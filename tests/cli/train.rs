@@ -136,7 +136,7 @@ fn ctrl_c_stops_at_a_safe_point_and_the_run_resumes() {
     let (latest, state, skipped) = konane_trainer::run::find_latest(&run).unwrap();
     assert!(skipped.is_empty(), "{skipped:?}");
     let done = state.iteration as usize;
-    assert!(done >= 1 && done < 1000, "{state:?}");
+    assert!((1..1000).contains(&done), "{state:?}");
     assert_eq!(latest, run.join("checkpoints").join(format!("iter-{:06}", state.checkpoint_number())));
     assert_eq!(state.partial.is_some(), stderr.contains("are checkpointed"), "{stderr}");
     assert_eq!(fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().count(), done);

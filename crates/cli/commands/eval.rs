@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let done = finished.fetch_add(1, Ordering::Relaxed) as u64 + 1;
         let (w, n) = (a_wins.load(Ordering::Relaxed), scored.load(Ordering::Relaxed));
         let score = format!("{w}/{n} ({:.1}%)", 100.0 * w as f64 / n.max(1) as f64);
-        if bar.is_hidden() && (done % log_every == 0 || done == args.games) {
+        if bar.is_hidden() && (done.is_multiple_of(log_every) || done == args.games) {
             tracing::info!(games = done, of = args.games, a_score = %score, elapsed_s = bar.elapsed().as_secs(), "match progress");
         }
         bar.set_message(score);

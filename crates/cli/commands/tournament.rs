@@ -71,6 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     writeln!(out, "|{}", " --- |".repeat(n + 1))?;
     for i in 0..n {
         write!(out, "| `{}` |", specs[i])?;
+        #[allow(clippy::needless_range_loop)] // wins[i][j] and wins[j][i] both
         for j in 0..n {
             if i == j {
                 write!(out, " – |")?;

@@ -29,7 +29,9 @@ pub struct NetEvaluator {
     positions: u64,
 }
 
-/// What runs the forward pass.
+/// What runs the forward pass. One per evaluator, so the size of the
+/// burn variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Engine {
     /// burn's own tensor operations on a backend's device, inside a pool
     /// of one thread: burn's CPU backends spread their operations over

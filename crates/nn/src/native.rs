@@ -200,6 +200,7 @@ impl WinogradConv {
                 let d = |r: &[f32], j: usize| r[j * cin + c];
                 // Rows: t = Bᵀ d.
                 let mut t = [[0.0f32; 4]; 4];
+                #[allow(clippy::needless_range_loop)] // j indexes the tile's columns in several arrays
                 for j in 0..4 {
                     let (d0, d1, d2, d3) = (d(r0, j), d(r1, j), d(r2, j), d(r3, j));
                     t[0][j] = d0 - d2;
@@ -267,6 +268,7 @@ impl WinogradConv {
                 let e = |k: usize| m[k * cout + o];
                 // Rows: s = Aᵀ m (2x4).
                 let mut s = [[0.0f32; 4]; 2];
+                #[allow(clippy::needless_range_loop)] // j indexes the tile's columns in several arrays
                 for j in 0..4 {
                     let (m0, m1, m2, m3) = (e(j), e(4 + j), e(8 + j), e(12 + j));
                     s[0][j] = m0 + m1 + m2;

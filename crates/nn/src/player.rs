@@ -162,7 +162,7 @@ impl NetFactory {
         let evaluator = SymmetryEvaluator::new(ParallelEvaluator::new(evaluators), seed).with_ensemble(self.symmetries);
         let raw_policy = self.limits.nodes == Some(0);
         let limits = if raw_policy { Limits { nodes: None, ..self.limits } } else { self.limits };
-        MctsPlayer::new(evaluator, self.search.clone(), limits, seed, raw_policy)
+        MctsPlayer::new(evaluator, self.search, limits, seed, raw_policy)
     }
 }
 

@@ -73,7 +73,7 @@ fn valid_file() -> Vec<u8> {
 const MAGIC_LEN: usize = b"KONANE-NET\n".len();
 
 /// Puts the CRC-32 of everything before the last four bytes there.
-fn fix_checksum(bytes: &mut Vec<u8>) {
+fn fix_checksum(bytes: &mut [u8]) {
     if bytes.len() >= 4 {
         let end = bytes.len() - 4;
         let crc = crc32fast::hash(&bytes[..end]);

@@ -188,7 +188,7 @@ fn damaged_or_foreign_files_fail_with_the_file_and_the_reason() {
     let check = |bytes: &[u8], expected: &str| {
         let bad = dir.join("bad.knet");
         fs::write(&bad, bytes).unwrap();
-        let err = checkpoint::load(&bad, &device).err().expect("must fail").to_string();
+        let err = checkpoint::load(&bad, &device).expect_err("must fail").to_string();
         assert!(err.contains("bad.knet") && err.contains(expected), "{err}");
     };
     check(&good[..good.len() / 2], "truncated");
@@ -226,9 +226,9 @@ fn directories_resolve_through_their_latest_pointer() {
     let device = Backend::Flex.device();
     let file = dir.join("iter-3").join("net.knet");
     checkpoint::save(&init_net(&tiny(), &device, 1), &header(&tiny()), &file).unwrap();
-    assert!(checkpoint::resolve(&dir).is_err(), "no LATEST yet");
-    checkpoint::set_latest(&dir, std::path::Path::new("iter-3/net.knet")).unwrap();
-    assert_eq!(checkpoint::resolve(&dir).unwrap(), file);
+    assert!(checkpoint::resolve(dir).is_err(), "no LATEST yet");
+    checkpoint::set_latest(dir, std::path::Path::new("iter-3/net.knet")).unwrap();
+    assert_eq!(checkpoint::resolve(dir).unwrap(), file);
 }
 
 #[test]

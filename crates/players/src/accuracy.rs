@@ -52,7 +52,8 @@ const RANDOM_SHARES: [f64; 4] = [0.0, 0.15, 0.4, 1.0];
 /// `solver_nodes` are skipped (and counted); sampling stops after
 /// `20 * count` games in any case. Runs on the current rayon pool.
 pub fn sample_positions(size: Size, count: usize, seed: u64, solver_nodes: u64) -> PositionSet {
-    /// What one sampled game gave.
+    /// What one sampled game gave (short-lived, so not boxed).
+    #[allow(clippy::large_enum_variant)]
     enum Outcome {
         Won(WonPosition),
         Lost,

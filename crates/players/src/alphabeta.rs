@@ -126,8 +126,8 @@ impl AlphaBetaPlayer {
     /// rest against its bound) and sorts the list best first.
     fn search_root<B: Bits>(&mut self, board: &Board<B>, root: &mut [(i32, Move)], depth: u32) -> Result<i32, Aborted> {
         let mut alpha = -WIN - 1;
-        for i in 0..root.len() {
-            let mv = root[i].1;
+        for (i, entry) in root.iter_mut().enumerate() {
+            let mv = entry.1;
             let mut child = *board;
             child.play_unchecked(mv);
             let score = if i == 0 {
@@ -136,7 +136,7 @@ impl AlphaBetaPlayer {
                 let probe = -self.negamax(&child, depth - 1, 1, -alpha - 1, -alpha)?;
                 if probe > alpha { -self.negamax(&child, depth - 1, 1, -WIN - 1, -alpha)? } else { probe }
             };
-            root[i].0 = score;
+            entry.0 = score;
             alpha = alpha.max(score);
         }
         // Stable: among equal scores the earlier (shuffled or previous-best) order stays.
@@ -149,7 +149,7 @@ impl AlphaBetaPlayer {
         if self.nodes > self.node_limit {
             return Err(Aborted);
         }
-        if self.nodes % 1024 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.nodes.is_multiple_of(1024) && self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(Aborted);
         }
         Ok(())

@@ -161,7 +161,7 @@ pub fn play_game(
     index: usize,
 ) -> Result<GameResult, MatchError> {
     let seeds = game_seeds(config.seed, index);
-    let a_color = if index % 2 == 0 { Color::Black } else { Color::White };
+    let a_color = if index.is_multiple_of(2) { Color::Black } else { Color::White };
     let mut result = GameResult {
         index,
         a_color,

@@ -82,7 +82,7 @@ impl Size {
 
     /// Colour of the stone that stands on `cell` in the starting position.
     pub const fn start_color(self, cell: Cell) -> Color {
-        if (self.col(cell) + self.row(cell)) % 2 == 0 { Color::Black } else { Color::White }
+        if (self.col(cell) + self.row(cell)).is_multiple_of(2) { Color::Black } else { Color::White }
     }
 
     /// Every cell, `a1` first, row by row.

@@ -72,7 +72,7 @@ pub fn label_positions(
         game += 1;
         // A round of games, one per size, that labels nothing means the
         // boards have no move at all: more games would not either.
-        if game as usize % sizes.len() == 0 {
+        if (game as usize).is_multiple_of(sizes.len()) {
             if out.len() == round_start {
                 break;
             }

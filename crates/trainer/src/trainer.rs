@@ -537,7 +537,7 @@ impl Loop {
 
         // Evaluation.
         let eval_started = Instant::now();
-        if iteration % config.evaluation.every == 0 || iteration == config.iterations {
+        if iteration.is_multiple_of(config.evaluation.every) || iteration == config.iterations {
             // Loaded only for an evaluation: skipped iterations read nothing.
             let previous = if config.evaluation.gating { self.best.clone() } else { self.previous_net()? };
             if !self.evaluate(iteration, &previous, &mut m)? {
