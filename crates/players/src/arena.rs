@@ -494,6 +494,7 @@ mod tests {
     }
 
     /// A player whose search always fails.
+    #[derive(Default)]
     struct Broken;
     impl Player for Broken {
         fn name(&self) -> String {
@@ -506,14 +507,19 @@ mod tests {
             Err(crate::PlayerError::new("broken", std::io::Error::other("its network gives NaN")))
         }
     }
-    struct BrokenFactory;
-    impl PlayerFactory for BrokenFactory {
+
+    /// Builds a fresh `P` for every game.
+    struct FactoryOf<P>(std::marker::PhantomData<fn() -> P>);
+    impl<P: Player + Default + 'static> PlayerFactory for FactoryOf<P> {
         fn label(&self) -> String {
-            "broken".into()
+            P::default().name()
         }
         fn build(&self, _: u64) -> Box<dyn Player> {
-            Box::new(Broken)
+            Box::new(P::default())
         }
+    }
+    fn factory_of<P>() -> FactoryOf<P> {
+        FactoryOf(std::marker::PhantomData)
     }
 
     #[test]
@@ -521,7 +527,7 @@ mod tests {
         let config = MatchConfig { size: "6x6".parse().unwrap(), games: 40, threads: 2, seed: 1 };
         let random = random();
         let played = std::sync::atomic::AtomicUsize::new(0);
-        let error = play_match(&random, &BrokenFactory, &config, &|_| {
+        let error = play_match(&random, &factory_of::<Broken>(), &config, &|_| {
             played.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         })
         .unwrap_err();
@@ -530,6 +536,7 @@ mod tests {
         assert_eq!(played.into_inner(), 0, "no game finished: each reached the broken player");
     }
 
+    #[derive(Default)]
     struct Cheater;
     impl Player for Cheater {
         fn name(&self) -> String {
@@ -543,21 +550,12 @@ mod tests {
             Ok(Some(crate::Choice::plain(Move::Remove(position.size().cell(0, 0)))))
         }
     }
-    struct CheaterFactory;
-    impl PlayerFactory for CheaterFactory {
-        fn label(&self) -> String {
-            "cheater".into()
-        }
-        fn build(&self, _: u64) -> Box<dyn Player> {
-            Box::new(Cheater)
-        }
-    }
 
     #[test]
     fn faulty_players_are_reported_not_scored() {
         let config = MatchConfig { size: "6x6".parse().unwrap(), games: 4, threads: 1, seed: 1 };
         let random = random();
-        let results = play_match(&CheaterFactory, &random, &config, &|_| {}).unwrap();
+        let results = play_match(&factory_of::<Cheater>(), &random, &config, &|_| {}).unwrap();
         let summary = MatchSummary::new("cheater".into(), "random".into(), config.size, &results);
         assert_eq!(summary.faults.len(), 4);
         assert_eq!(summary.games, 0);

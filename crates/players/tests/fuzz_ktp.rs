@@ -7,23 +7,10 @@
 //! nothing (position and limits as before); `show` answers the position.
 //! Runs `KONANE_FUZZ_CASES` sessions (default 500) from `KONANE_FUZZ_SEED`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use konane_fuzzing::fuzz;
 use konane_players::ktp::{KtpEngine, MAX_LINE};
 use konane_players::{Baseline, BaselineFactory, Limits, PlayerFactory};
 use proptest::prelude::*;
-use proptest::test_runner::{RngSeed, TestRunner};
-
-fn runner(default_cases: u32) -> TestRunner {
-    let cases = std::env::var("KONANE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default_cases);
-    let seed = std::env::var("KONANE_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(20_261_201);
-    TestRunner::new(ProptestConfig {
-        cases,
-        rng_seed: RngSeed::Fixed(seed),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })
-}
 
 fn engine() -> KtpEngine {
     KtpEngine::new(BaselineFactory::new(Baseline::Random, Limits::default(), "random").build(1))
@@ -116,67 +103,56 @@ fn answered(text: &str) -> bool {
 
 #[test]
 fn command_by_command_a_failure_changes_nothing() {
-    let ran = AtomicU64::new(0);
     let session = proptest::collection::vec(command(), 1..40);
-    runner(500)
-        .run(&session, |lines| {
-            let mut engine = engine();
-            for line in &lines {
-                let (position, limits) = (*engine.position(), engine.limits());
-                let answer = engine.handle_line(line);
-                prop_assert_eq!(answer.is_some(), answered(line), "{:?}", line);
-                let Some(answer) = answer else { continue };
-                let text = answer.to_string();
-                prop_assert!(text.starts_with('=') || text.starts_with('?'), "{:?} -> {:?}", line, text);
-                prop_assert!(text.ends_with("\n\n") && text.matches('\n').count() == 2, "{:?} -> {:?}", line, text);
-                match answer.outcome() {
-                    Err(_) => {
-                        prop_assert_eq!(*engine.position(), position, "a failed {:?} moved the game", line);
-                        prop_assert_eq!(engine.limits(), limits, "a failed {:?} changed the limits", line);
-                    }
-                    Ok(shown) if line.split_whitespace().last() == Some("show") => {
-                        prop_assert_eq!(shown, engine.position().to_string());
-                    }
-                    Ok(_) => {}
+    fuzz("ktp-commands", 500, session, |lines| {
+        let mut engine = engine();
+        for line in &lines {
+            let (position, limits) = (*engine.position(), engine.limits());
+            let answer = engine.handle_line(line);
+            prop_assert_eq!(answer.is_some(), answered(line), "{:?}", line);
+            let Some(answer) = answer else { continue };
+            let text = answer.to_string();
+            prop_assert!(text.starts_with('=') || text.starts_with('?'), "{:?} -> {:?}", line, text);
+            prop_assert!(text.ends_with("\n\n") && text.matches('\n').count() == 2, "{:?} -> {:?}", line, text);
+            match answer.outcome() {
+                Err(_) => {
+                    prop_assert_eq!(*engine.position(), position, "a failed {:?} moved the game", line);
+                    prop_assert_eq!(engine.limits(), limits, "a failed {:?} changed the limits", line);
                 }
+                Ok(shown) if line.split_whitespace().last() == Some("show") => {
+                    prop_assert_eq!(shown, engine.position().to_string());
+                }
+                Ok(_) => {}
             }
-            ran.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        })
-        .unwrap();
-    println!("fuzz target ktp-commands: {} sessions", ran.into_inner());
+        }
+        Ok(())
+    });
 }
 
 #[test]
 fn byte_streams_get_one_answer_per_line() {
-    let ran = AtomicU64::new(0);
     let session = proptest::collection::vec(line(), 1..30);
-    runner(300)
-        .run(&session, |lines| {
-            let lines: Vec<Vec<u8>> =
-                lines.into_iter().filter(|l| !String::from_utf8_lossy(l).contains("quit")).collect();
-            let mut input = lines.join(&b'\n');
-            input.push(b'\n');
-            let mut output = Vec::new();
-            let mut engine = engine();
-            engine.run(&input[..], &mut output).unwrap();
-            let expected = lines
-                .iter()
-                .filter(|l| {
-                    let text = String::from_utf8_lossy(&l[..l.len().min(MAX_LINE)]);
-                    l.len() > MAX_LINE && !text.trim_start().starts_with('#') || answered(&text)
-                })
-                .count();
-            let output = String::from_utf8(output).expect("answers are UTF-8");
-            let answers: Vec<&str> = output.split_terminator("\n\n").collect();
-            prop_assert_eq!(answers.len(), expected, "{}", output);
-            for answer in answers {
-                prop_assert!(answer.starts_with('=') || answer.starts_with('?'), "{:?}", answer);
-                prop_assert!(!answer.contains('\n'), "{:?}", answer);
-            }
-            ran.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        })
-        .unwrap();
-    println!("fuzz target ktp-bytes: {} sessions", ran.into_inner());
+    fuzz("ktp-bytes", 300, session, |lines| {
+        let lines: Vec<Vec<u8>> = lines.into_iter().filter(|l| !String::from_utf8_lossy(l).contains("quit")).collect();
+        let mut input = lines.join(&b'\n');
+        input.push(b'\n');
+        let mut output = Vec::new();
+        let mut engine = engine();
+        engine.run(&input[..], &mut output).unwrap();
+        let expected = lines
+            .iter()
+            .filter(|l| {
+                let text = String::from_utf8_lossy(&l[..l.len().min(MAX_LINE)]);
+                l.len() > MAX_LINE && !text.trim_start().starts_with('#') || answered(&text)
+            })
+            .count();
+        let output = String::from_utf8(output).expect("answers are UTF-8");
+        let answers: Vec<&str> = output.split_terminator("\n\n").collect();
+        prop_assert_eq!(answers.len(), expected, "{}", output);
+        for answer in answers {
+            prop_assert!(answer.starts_with('=') || answer.starts_with('?'), "{:?}", answer);
+            prop_assert!(!answer.contains('\n'), "{:?}", answer);
+        }
+        Ok(())
+    });
 }

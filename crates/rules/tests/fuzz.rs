@@ -7,39 +7,17 @@
 //! parser panics, and whatever parses prints back to text that parses to
 //! the same thing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use konane_rules::{GameRecord, Position, Size};
 use proptest::prelude::*;
-use proptest::test_runner::{RngSeed, TestRunner};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn cases() -> u32 {
-    std::env::var("KONANE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000)
-}
-
-fn runner() -> TestRunner {
-    let seed = std::env::var("KONANE_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(20_261_201);
-    TestRunner::new(ProptestConfig {
-        cases: cases(),
-        rng_seed: RngSeed::Fixed(seed),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })
-}
-
-/// Runs `property` on inputs from `strategy` and reports the count.
+/// Runs `property` on `KONANE_FUZZ_CASES` inputs (default 2,000).
 fn fuzz<S: Strategy>(name: &str, strategy: S, property: impl Fn(S::Value)) {
-    let ran = AtomicU64::new(0);
-    runner()
-        .run(&strategy, |value| {
-            property(value);
-            ran.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        })
-        .unwrap_or_else(|e| panic!("fuzz target {name}: {e}"));
-    println!("fuzz target {name}: {} inputs", ran.into_inner());
+    konane_fuzzing::fuzz(name, 2_000, strategy, |value| {
+        property(value);
+        Ok(())
+    });
 }
 
 /// A position reached by `plies` random moves on `size`.

@@ -8,117 +8,38 @@
 //! Runs `KONANE_FUZZ_CASES` inputs a target (default 1,000) from
 //! `KONANE_FUZZ_SEED`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use konane_fuzzing::{Damage, LargestAllocation, damage, fix_crc32_trailer};
 use konane_rules::{Position, Size};
 use konane_trainer::TrainConfig;
 use konane_trainer::metrics::{self, IterationMetrics};
 use konane_trainer::replay::{PackedSample, ReplayBuffer};
 use konane_trainer::run::{self, RunState};
 use proptest::prelude::*;
-use proptest::test_runner::{RngSeed, TestRunner};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// Records the largest single allocation of the current thread.
-struct Tracking;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: every call is passed to the system allocator unchanged; the
-// thread-local is a plain `Cell` with a const initialiser, which allocates
-// nothing.
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = LARGEST.try_with(|l| l.set(l.get().max(layout.size())));
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = LARGEST.try_with(|l| l.set(l.get().max(new_size)));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Tracking = Tracking;
+static ALLOCATOR: LargestAllocation = LargestAllocation;
 
-fn runner() -> TestRunner {
-    let cases = std::env::var("KONANE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000);
-    let seed = std::env::var("KONANE_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(20_261_201);
-    TestRunner::new(ProptestConfig {
-        cases,
-        rng_seed: RngSeed::Fixed(seed),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })
-}
-
-/// Runs `property` on inputs from `strategy`, checking that no single
-/// allocation exceeds `limit(input)`, and reports the count.
+/// Runs `property` on `KONANE_FUZZ_CASES` inputs (default 1,000), no single
+/// allocation over `limit(input)`.
 fn fuzz<S: Strategy>(
     name: &str,
     strategy: S,
     limit: impl Fn(&S::Value) -> usize,
     property: impl Fn(&S::Value) -> Result<(), TestCaseError>,
 ) {
-    let ran = AtomicU64::new(0);
-    runner()
-        .run(&strategy, |value| {
-            LARGEST.with(|l| l.set(0));
-            property(&value)?;
-            let (largest, limit) = (LARGEST.with(Cell::get), limit(&value));
-            prop_assert!(largest <= limit, "{name}: one allocation of {largest} bytes, over {limit}");
-            ran.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        })
-        .unwrap_or_else(|e| panic!("fuzz target {name}: {e}"));
-    println!("fuzz target {name}: {} inputs", ran.into_inner());
+    konane_fuzzing::fuzz_bounded(name, 1_000, strategy, limit, property);
 }
 
-/// Byte-level damage: flips, cuts, extensions and overwritten words.
-#[derive(Clone, Debug)]
-enum Mutation {
-    Flip(prop::sample::Index, u8),
-    Truncate(prop::sample::Index),
-    Extend(Vec<u8>),
-    Word(prop::sample::Index, u64),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        4 => (any::<prop::sample::Index>(), 1u8..=255).prop_map(|(i, x)| Mutation::Flip(i, x)),
-        1 => any::<prop::sample::Index>().prop_map(Mutation::Truncate),
-        1 => proptest::collection::vec(any::<u8>(), 1..64).prop_map(Mutation::Extend),
-        2 => (any::<prop::sample::Index>(), prop_oneof![any::<u64>(), Just(u64::MAX), Just(u64::MAX - 64), Just(1u64 << 40), 0u64..70_000])
-            .prop_map(|(i, w)| Mutation::Word(i, w)),
-    ]
-}
-
-fn damage(bytes: &mut Vec<u8>, mutations: &[Mutation]) {
-    for m in mutations {
-        match m {
-            Mutation::Flip(i, x) if !bytes.is_empty() => {
-                let at = i.index(bytes.len());
-                bytes[at] ^= x;
-            }
-            Mutation::Truncate(i) if !bytes.is_empty() => bytes.truncate(i.index(bytes.len())),
-            Mutation::Extend(more) => bytes.extend_from_slice(more),
-            Mutation::Word(i, w) if bytes.len() >= 8 => {
-                // Lengths and counts sit near the start: aim there half the time.
-                let span = if w & 1 == 0 { 40.min(bytes.len() - 7) } else { bytes.len() - 7 };
-                let at = i.index(span);
-                bytes[at..at + 8].copy_from_slice(&w.to_le_bytes());
-            }
-            _ => {}
-        }
+/// Applies `damage`, aiming overwritten words at the first 40 bytes,
+/// where the replay and state formats keep their lengths.
+fn damaged(file: &[u8], damage: &[Damage]) -> Vec<u8> {
+    let mut bytes = file.to_vec();
+    for d in damage {
+        d.apply(&mut bytes, 40);
     }
+    bytes
 }
 
 // ---- config ----------------------------------------------------------
@@ -265,26 +186,17 @@ fn valid_replay() -> Vec<u8> {
     buffer.to_bytes()
 }
 
-fn fix_crc(bytes: &mut [u8]) {
-    if bytes.len() >= 4 {
-        let end = bytes.len() - 4;
-        let crc = crc32fast::hash(&bytes[..end]);
-        bytes[end..].copy_from_slice(&crc.to_le_bytes());
-    }
-}
-
 #[test]
 fn replay_files() {
     let file = valid_replay();
     assert!(ReplayBuffer::from_bytes(&file, 1000).is_ok());
     let input = prop_oneof![
-        6 => (proptest::collection::vec(mutation(), 1..4), any::<bool>()).prop_map({
+        6 => (proptest::collection::vec(damage(), 1..4), any::<bool>()).prop_map({
             let file = file.clone();
-            move |(mutations, fix)| {
-                let mut bytes = file.clone();
-                damage(&mut bytes, &mutations);
+            move |(damage, fix)| {
+                let mut bytes = damaged(&file, &damage);
                 if fix {
-                    fix_crc(&mut bytes);
+                    fix_crc32_trailer(&mut bytes);
                 }
                 bytes
             }
@@ -323,9 +235,8 @@ fn state_and_metrics_files() {
     let valid = valid_state();
     std::fs::write(dir.path().join(run::STATE_FILE), &valid).unwrap();
     assert!(run::read_state(dir.path()).is_ok());
-    let input = (proptest::collection::vec(mutation(), 1..4), any::<bool>()).prop_map(move |(mutations, fix)| {
-        let mut bytes = valid.clone().into_bytes();
-        damage(&mut bytes, &mutations);
+    let input = (proptest::collection::vec(damage(), 1..4), any::<bool>()).prop_map(move |(damage, fix)| {
+        let mut bytes = damaged(valid.as_bytes(), &damage);
         if fix {
             // Make the checksum line right for whatever the first line is now.
             let text = String::from_utf8_lossy(&bytes).into_owned();
