@@ -41,6 +41,27 @@ pub enum ConfigError {
     },
 }
 
+/// One key of a config and what is wrong with its value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {reason}")]
+pub struct InvalidKey {
+    /// The dotted key (`selfplay.simulations`).
+    pub key: String,
+    /// What is wrong, with the value and the allowed range.
+    pub reason: String,
+}
+
+impl InvalidKey {
+    fn new(key: impl Into<String>, reason: impl Into<String>) -> InvalidKey {
+        InvalidKey { key: key.into(), reason: reason.into() }
+    }
+
+    /// The same problem in a config read from `origin`.
+    pub fn in_config(self, origin: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid { origin: origin.into(), key: self.key, reason: self.reason }
+    }
+}
+
 /// Everything a training run needs; see `configs/6x6.toml` for the
 /// commented reference.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -402,8 +423,8 @@ impl Bounded for f64 {
     const WHOLE: bool = false;
 }
 
-/// `Ok` if `value` is in `range` (a NaN is in none), else `(key, reason)`.
-fn check<T: Bounded>(key: &str, value: T, range: std::ops::RangeInclusive<T>) -> Result<(), (String, String)> {
+/// `Ok` if `value` is in `range` (a NaN is in none).
+fn check<T: Bounded>(key: &str, value: T, range: std::ops::RangeInclusive<T>) -> Result<(), InvalidKey> {
     if range.contains(&value) {
         return Ok(());
     }
@@ -413,7 +434,7 @@ fn check<T: Bounded>(key: &str, value: T, range: std::ops::RangeInclusive<T>) ->
     } else {
         format!("{value}: must be in [{start}, {end}]")
     };
-    Err((key.to_string(), reason))
+    Err(InvalidKey::new(key, reason))
 }
 
 impl TrainConfig {
@@ -433,11 +454,7 @@ impl TrainConfig {
             ConfigError::Invalid { origin: origin.into(), key, reason }
         };
         let mut table: toml::Table = toml::from_str(text).map_err(|e| syntax(text, e))?;
-        let migrated = migrate_flat_keys(&mut table).map_err(|(key, reason)| ConfigError::Invalid {
-            origin: origin.into(),
-            key,
-            reason,
-        })?;
+        let migrated = migrate_flat_keys(&mut table).map_err(|e| e.in_config(origin))?;
         let rewritten;
         let text = if migrated.is_empty() {
             text
@@ -447,7 +464,7 @@ impl TrainConfig {
             &rewritten
         };
         let config: TrainConfig = toml::from_str(text).map_err(|e| syntax(text, e))?;
-        config.validate().map_err(|(key, reason)| ConfigError::Invalid { origin: origin.into(), key, reason })?;
+        config.validate().map_err(|e| e.in_config(origin))?;
         Ok(config)
     }
 
@@ -481,9 +498,9 @@ impl TrainConfig {
     /// and player specs were checked as the config was read.
     ///
     /// # Errors
-    /// `(key, reason)` of the first problem.
-    pub fn validate(&self) -> Result<(), (String, String)> {
-        let fail = |key: &str, reason: String| Err((key.to_string(), reason));
+    /// The first key out of its range.
+    pub fn validate(&self) -> Result<(), InvalidKey> {
+        let fail = |key: &str, reason: String| Err(InvalidKey::new(key, reason));
         if self.name.is_empty()
             || self.name.len() > 100
             || self.name.contains(['/', '\\'])
@@ -646,7 +663,7 @@ const MOVED_KEYS: &[(&str, &str, &str, &str)] = &[
 ///
 /// # Errors
 /// `(key, reason)` when a key is set in both places.
-fn migrate_flat_keys(table: &mut toml::Table) -> Result<Vec<String>, (String, String)> {
+fn migrate_flat_keys(table: &mut toml::Table) -> Result<Vec<String>, InvalidKey> {
     let mut moved = Vec::new();
     for &(section, old, sub, new) in MOVED_KEYS {
         let Some(toml::Value::Table(section_table)) = table.get_mut(section) else { continue };
@@ -658,10 +675,10 @@ fn migrate_flat_keys(table: &mut toml::Table) -> Result<Vec<String>, (String, St
         let value = section_table.remove(old).expect("present");
         let target = section_table.entry(sub).or_insert_with(|| toml::Value::Table(toml::Table::new()));
         let toml::Value::Table(target) = target else {
-            return Err((format!("{section}.{sub}"), "must be a table".into()));
+            return Err(InvalidKey::new(format!("{section}.{sub}"), "must be a table"));
         };
         if target.contains_key(new) {
-            return Err((
+            return Err(InvalidKey::new(
                 format!("{section}.{old}"),
                 format!("set twice: here and as {section}.{sub}.{new}; keep the second"),
             ));

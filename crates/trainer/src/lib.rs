@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use config::{ConfigError, TrainConfig};
+pub use config::{ConfigError, InvalidKey, TrainConfig};
 pub use metrics::IterationMetrics;
 pub use observer::{Phase, RunObserver};
 pub use trainer::{TrainOptions, TrainOutcome, train};

@@ -229,9 +229,7 @@ fn log_iteration(m: &IterationMetrics) {
 }
 
 fn validate(config: &TrainConfig) -> Result<(), TrainError> {
-    config.validate().map_err(|(key, reason)| {
-        TrainError::Config(crate::ConfigError::Invalid { origin: "config".into(), key, reason })
-    })
+    config.validate().map_err(|e| TrainError::Config(e.in_config("config")))
 }
 
 fn write_config(run_dir: &Path, config: &TrainConfig) -> Result<(), TrainError> {
