@@ -902,6 +902,60 @@ mod tests {
         assert!(priors.iter().any(|&p| (p - priors[0]).abs() > 1e-4), "{priors:?}");
     }
 
+    /// Uniform priors and value 0 for `good` calls, then `value` and
+    /// `prior` for every position after.
+    struct TurnsBad {
+        good: usize,
+        value: f32,
+        prior: f32,
+    }
+    impl Evaluator for TurnsBad {
+        fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
+            let bad = self.good == 0;
+            self.good = self.good.saturating_sub(1);
+            for i in 0..batch.len() {
+                let moves = batch.positions()[i].count_moves() as usize;
+                let priors = batch.priors_mut();
+                priors.extend(std::iter::repeat_n(1.0 / moves as f32, moves));
+                if bad {
+                    *priors.last_mut().expect("positions in a search have moves") = self.prior;
+                }
+                batch.finish_output(if bad { self.value } else { 0.0 });
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_non_finite_evaluation_is_an_error_and_leaves_the_tree_usable() {
+        for (value, prior) in [(f32::NAN, 0.1), (0.0, f32::INFINITY), (f32::NEG_INFINITY, 0.1), (0.0, f32::NAN)] {
+            let config = SearchConfig { batch_size: 8, ..SearchConfig::default() };
+            let mut search = Search::new(config, 1);
+            search.set_root(midgame("6x6", 6));
+            search.run(&mut UniformEvaluator::default(), 40, None).unwrap();
+            let visits: Vec<(Move, u32)> = search.root_visits().collect();
+            // Good for two batches, then bad: what came before stays.
+            let mut evaluator = TurnsBad { good: 2, value, prior };
+            let error = search.run(&mut evaluator, 1000, None).unwrap_err();
+            assert!(matches!(error, EvalError::NonFinite { .. }), "{value}, {prior}: {error}");
+            assert!(error.to_string().contains("the evaluator"), "{error}");
+            let applied = search.simulations();
+            assert!((41..=56).contains(&applied), "two batches of at most 8 after 40: {applied}");
+            assert!(search.tree.nodes.iter().all(|n| n.in_flight == 0 && n.state != State::Pending));
+            assert_eq!(search.tree.root().visits as u64, applied);
+            // An evaluator bad from the start changes nothing at all.
+            let visits_before: Vec<(Move, u32)> = search.root_visits().collect();
+            assert_ne!(visits_before, visits);
+            let mut evaluator = TurnsBad { good: 0, value, prior };
+            assert!(search.run(&mut evaluator, 1000, None).is_err());
+            assert_eq!(search.simulations(), applied);
+            assert_eq!(search.root_visits().collect::<Vec<_>>(), visits_before);
+            // The search goes on with a working evaluator.
+            assert_eq!(search.run(&mut UniformEvaluator::default(), 50, None).unwrap(), 50);
+            assert_eq!(search.tree.root().visits as u64, applied + 50);
+        }
+    }
+
     #[test]
     fn a_full_arena_stops_growing_but_keeps_counting() {
         let config = SearchConfig { max_nodes: 60, ..SearchConfig::default() };
