@@ -29,7 +29,6 @@ use konane_rules::{Color, Position, Size, Symmetry};
 use rand::seq::IndexedRandom;
 use rand::{Rng, RngExt};
 
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::TrainError;
@@ -83,8 +82,11 @@ pub const MAX_REPLAY_BYTES: u64 = 16 << 30;
 /// Version of the replay file layout this build writes.
 pub const REPLAY_VERSION: u32 = 2;
 
-/// One training sample, packed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One training sample, packed. Encoded with bincode's own derive rather
+/// than serde: bincode then checks a decoded length against the sample
+/// limit before it allocates, where serde's containers preallocate up to
+/// 1 MiB for any claimed length (found by the replay fuzz target).
+#[derive(Clone, Debug, PartialEq, bincode::Encode, bincode::Decode)]
 pub struct PackedSample {
     cols: u8,
     rows: u8,
@@ -349,7 +351,7 @@ impl ReplayBuffer {
         out.extend_from_slice(&REPLAY_VERSION.to_le_bytes());
         out.extend_from_slice(&(self.samples.len() as u64).to_le_bytes());
         for sample in &self.samples {
-            bincode::serde::encode_into_std_write(sample, &mut out, sample_encoding())
+            bincode::encode_into_std_write(sample, &mut out, sample_encoding())
                 .expect("a sample encodes into memory within its limit");
         }
         let crc = crc32fast::hash(&out);
@@ -391,7 +393,7 @@ impl ReplayBuffer {
         for index in 0..count {
             let sample = match version {
                 1 => PackedSample::read_v1(&mut reader),
-                _ => bincode::serde::decode_from_slice::<PackedSample, _>(&body[reader.at..], sample_encoding())
+                _ => bincode::decode_from_slice::<PackedSample, _>(&body[reader.at..], sample_encoding())
                     .map(|(sample, used)| {
                         reader.at += used;
                         sample
