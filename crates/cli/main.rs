@@ -33,6 +33,8 @@ enum Command {
     Accuracy(commands::accuracy::Args),
     /// Measure network inference speed per batch size.
     BenchNet(commands::bench_net::Args),
+    /// Measure training speed (samples/s of gradient steps) per thread count.
+    BenchTrain(commands::bench_train::Args),
     /// Train a network by self-play (default: the quick 6x6 config).
     Train(commands::train::Args),
     /// Draw a run's training curves (loss, win rate, Elo) to PNG or SVG.
@@ -52,6 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tournament(args) => commands::tournament::run(args),
         Command::Accuracy(args) => commands::accuracy::run(args),
         Command::BenchNet(args) => commands::bench_net::run(args),
+        Command::BenchTrain(args) => commands::bench_train::run(args),
         Command::Train(args) => commands::train::run(args),
         Command::Plot(args) => commands::plot::run(args),
         Command::Play(args) => commands::play::run(args),

@@ -293,7 +293,12 @@ fn a_diverging_run_stops_at_once_and_keeps_its_last_good_checkpoint() {
     let run = root.path().join("run");
     let run_arg = run.to_str().unwrap();
     let args = ["train", config.to_str().unwrap(), "--run-dir", run_arg, "--init-from", wild.to_str().unwrap()];
-    fails_with(&konane(&args), &["training diverged in iteration 1", "NaN", "LATEST checkpoint is the last good one"]);
+    // (Which check fires first, a loss or a weight, depends on the engine:
+    // either way the message names what is not finite.)
+    fails_with(
+        &konane(&args),
+        &["training diverged in iteration 1", "finite", "LATEST checkpoint is the last good one"],
+    );
     // The checkpoint LATEST names is intact and its state readable: nothing
     // of the diverged iteration was written, and resuming fails the same
     // clear way rather than writing anything.

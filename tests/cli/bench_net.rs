@@ -40,7 +40,7 @@ fn reports_each_batch_and_skips_the_search_when_told() {
     let text = bench_net(&["--search-threads"]);
     let mflop = 2.0 * tiny().multiply_adds(4, 4) as f64 / 1e6;
     assert!(
-        text.contains(&format!("net b1c8 (flex backend, native kernels) on 4x4: {mflop:.1} MFLOP a position")),
+        text.contains(&format!("net b1c8 (native backend, native kernels) on 4x4: {mflop:.1} MFLOP a position")),
         "{text}"
     );
     for batch in [1, 4] {
@@ -59,7 +59,7 @@ fn reports_each_batch_and_skips_the_search_when_told() {
 #[test]
 fn measures_the_search_with_the_threads_asked_for() {
     let text = bench_net(&["--batches", "2", "--search-threads", "1,2", "--burn"]);
-    assert!(text.contains("net b1c8 (flex backend, burn) on 4x4"), "{text}");
+    assert!(text.contains("net b1c8 (native backend, burn) on 4x4"), "{text}");
     assert!(rates(&text, 2).0 > 0.0, "{text}");
     // Each evaluator thread gets 16 leaves of the search's batch.
     for (threads, batch) in [(1, 16), (2, 32)] {

@@ -27,8 +27,8 @@ pub struct Args {
     /// Seed of the sampled games and of the players.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Backend for network players: flex or ndarray.
-    #[arg(long, default_value = "flex")]
+    /// Backend for network players: native or flex (the native kernels either way) or ndarray.
+    #[arg(long, default_value = "native")]
     backend: Backend,
     /// Also write the results as JSON to this file.
     #[arg(long)]

@@ -18,8 +18,8 @@ pub struct Args {
     /// Board size.
     #[arg(long, default_value = "8x8")]
     size: Size,
-    /// flex or ndarray.
-    #[arg(long, default_value = "flex")]
+    /// native or flex (the native kernels unless --burn) or ndarray.
+    #[arg(long, default_value = "native")]
     backend: Backend,
     /// Run the forward pass through burn's tensor operations instead of
     /// the native kernels that searches on flex use (ndarray always does).

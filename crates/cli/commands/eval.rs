@@ -41,8 +41,8 @@ pub struct Args {
     /// Write every game, one record a line, to this file.
     #[arg(long)]
     records: Option<PathBuf>,
-    /// Backend for network players: flex or ndarray.
-    #[arg(long, default_value = "flex")]
+    /// Backend for network players: native or flex (the native kernels either way) or ndarray.
+    #[arg(long, default_value = "native")]
     backend: Backend,
 }
 

@@ -19,8 +19,8 @@ pub struct Args {
     /// Seed for the player, unless its spec sets seed=N.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Backend for network players: flex or ndarray.
-    #[arg(long, default_value = "flex")]
+    /// Backend for network players: native or flex (the native kernels either way) or ndarray.
+    #[arg(long, default_value = "native")]
     backend: Backend,
     /// Cores a network player's search uses (one evaluator each); default:
     /// all; at most four per core.

@@ -2,6 +2,7 @@
 
 pub mod accuracy;
 pub mod bench_net;
+pub mod bench_train;
 pub mod eval;
 pub mod ktp;
 pub mod perft;

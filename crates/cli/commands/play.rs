@@ -48,8 +48,8 @@ pub struct Args {
     /// (1-8; more is steadier play at that many times the cost).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=Symmetry::ALL.len() as i64))]
     sym: u32,
-    /// Backend: flex or ndarray.
-    #[arg(long, default_value = "flex")]
+    /// Backend: native or flex (the native kernels either way) or ndarray.
+    #[arg(long, default_value = "native")]
     backend: Backend,
     /// Cores the network's search uses (one evaluator each); default: all;
     /// at most four per core.

@@ -31,8 +31,8 @@ pub struct Args {
     /// Match seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Backend for network players: flex or ndarray.
-    #[arg(long, default_value = "flex")]
+    /// Backend for network players: native or flex (the native kernels either way) or ndarray.
+    #[arg(long, default_value = "native")]
     backend: Backend,
 }
 

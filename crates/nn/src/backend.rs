@@ -6,13 +6,17 @@ use std::str::FromStr;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
-/// Which burn CPU backend runs the network.
+/// What runs the network: burn's CPU backends or konane's own kernels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
+    /// konane's own kernels for training ([`crate::native::train`]) and
+    /// search ([`crate::NativeNet`]); burn holds the network's definition
+    /// and its checkpoints, and runs on flex wherever a tensor is needed.
+    Native,
     /// burn-flex: pure Rust, the fastest CPU backend of burn 0.22 here;
-    /// training runs on it, searches on the native kernels over the same
-    /// weights ([`crate::NativeNet`], twice burn-flex's speed).
+    /// training runs on its autodiff, searches on the native kernels over
+    /// the same weights ([`crate::NativeNet`], twice burn-flex's speed).
     #[default]
     Flex,
     /// burn-ndarray: the backend the project was first specified with;
@@ -25,7 +29,7 @@ impl Backend {
     /// The inference device.
     pub fn device(self) -> Device {
         match self {
-            Backend::Flex => Device::flex(),
+            Backend::Native | Backend::Flex => Device::flex(),
             #[allow(deprecated)] // chosen on purpose; see the variant's docs
             Backend::Ndarray => Device::ndarray(),
         }
@@ -67,9 +71,10 @@ impl FromStr for Backend {
 
     fn from_str(text: &str) -> Result<Backend, String> {
         match text {
+            "native" => Ok(Backend::Native),
             "flex" => Ok(Backend::Flex),
             "ndarray" => Ok(Backend::Ndarray),
-            other => Err(format!("unknown backend '{other}': flex or ndarray")),
+            other => Err(format!("unknown backend '{other}': native, flex or ndarray")),
         }
     }
 }
@@ -77,6 +82,7 @@ impl FromStr for Backend {
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Backend::Native => "native",
             Backend::Flex => "flex",
             Backend::Ndarray => "ndarray",
         })

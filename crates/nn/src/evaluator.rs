@@ -65,7 +65,7 @@ impl NetEvaluator {
     /// run on ndarray is burn-ndarray end to end.
     pub fn for_backend(net: &Net, backend: Backend) -> NetEvaluator {
         match backend {
-            Backend::Flex => NetEvaluator::native(net),
+            Backend::Native | Backend::Flex => NetEvaluator::native(net),
             Backend::Ndarray => NetEvaluator::new(net.clone(), backend.device()),
         }
     }

@@ -3,7 +3,9 @@
 //! the game result, L2 through AdamW's decoupled weight decay.
 //!
 //! A hand-written loop (rather than burn's epoch-based learner) fits a
-//! replay window that changes every iteration.
+//! replay window that changes every iteration. The step runs on burn's
+//! autodiff or on konane's own kernels ([`crate::native::train`]), as the
+//! [`Backend`] says; both compute the same loss and optimizer update.
 
 use std::path::Path;
 
@@ -11,13 +13,14 @@ use burn::module::Module;
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer, SgdConfig, momentum::MomentumConfig};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor, TensorData};
-use konane_rules::{Move, MoveList, Position};
+use konane_rules::{Move, MoveList, Position, Size};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::checkpoint::CheckpointError;
 use crate::encoding::{INPUT_PLANES, move_index, policy_len, write_planes};
 use crate::model::Net;
+use crate::native::train::NativeLearner;
 
 /// A training example: a position, the target move distribution (legal
 /// moves with probabilities summing to 1) and the target value for the side
@@ -75,18 +78,174 @@ pub struct Losses {
     pub target_entropy: f32,
 }
 
-/// The network on the autodiff device with its optimizer state.
+/// A batch turned into what the step reads: input planes, each position's
+/// legal moves (as [`move_index`] entries) with their targets, and values.
+pub(crate) struct PreparedBatch {
+    pub(crate) size: Size,
+    /// `[n][INPUT_PLANES][cells]`.
+    pub(crate) planes: Vec<f32>,
+    /// Position `i`'s legal moves are `legal[starts[i]..starts[i + 1]]`.
+    pub(crate) starts: Vec<usize>,
+    pub(crate) legal: Vec<u32>,
+    /// The target probability of each legal move.
+    pub(crate) targets: Vec<f32>,
+    pub(crate) values: Vec<f32>,
+    /// Sum over the batch of the targets' entropies.
+    pub(crate) target_entropy: f64,
+}
+
+impl PreparedBatch {
+    /// # Panics
+    /// On an empty batch or mixed board sizes.
+    pub(crate) fn new(batch: &[Sample]) -> PreparedBatch {
+        assert!(!batch.is_empty(), "empty training batch");
+        let size = batch[0].position.size();
+        let cells = size.cells();
+        let mut data = PreparedBatch {
+            size,
+            planes: vec![0.0; batch.len() * INPUT_PLANES * cells],
+            starts: vec![0],
+            legal: Vec::new(),
+            targets: Vec::new(),
+            values: Vec::with_capacity(batch.len()),
+            target_entropy: 0.0,
+        };
+        let mut moves = MoveList::new();
+        for (sample, planes) in batch.iter().zip(data.planes.chunks_exact_mut(INPUT_PLANES * cells)) {
+            assert_eq!(sample.position.size(), size, "one board size per batch");
+            write_planes(&sample.position, planes);
+            sample.position.legal_moves(&mut moves);
+            for &mv in &moves {
+                data.legal.push(move_index(size, mv) as u32);
+                let target = sample.policy.iter().find(|(m, _)| *m == mv).map_or(0.0, |&(_, p)| p);
+                data.targets.push(target);
+            }
+            data.starts.push(data.legal.len());
+            for &(_, p) in &sample.policy {
+                if p > 0.0 {
+                    data.target_entropy -= f64::from(p) * f64::from(p).ln();
+                }
+            }
+            data.values.push(sample.value);
+        }
+        data
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// As burn tensors on `device`: planes, dense targets, the mask (0 for
+    /// legal moves, -1e9 for the rest, added to the logits before the
+    /// softmax) and the value targets.
+    pub(crate) fn tensors(&self, device: &Device) -> (Tensor<4>, Tensor<2>, Tensor<2>, Tensor<1>) {
+        let (n, per) = (self.len(), policy_len(self.size));
+        let mut targets = vec![0.0f32; n * per];
+        let mut mask = vec![-1e9f32; n * per];
+        for i in 0..n {
+            for j in self.starts[i]..self.starts[i + 1] {
+                let at = i * per + self.legal[j] as usize;
+                mask[at] = 0.0;
+                targets[at] = self.targets[j];
+            }
+        }
+        let shape = [n, INPUT_PLANES, self.size.rows(), self.size.cols()];
+        (
+            Tensor::<4>::from_data(TensorData::new(self.planes.clone(), shape), device),
+            Tensor::<2>::from_data(TensorData::new(targets, [n, per]), device),
+            Tensor::<2>::from_data(TensorData::new(mask, [n, per]), device),
+            Tensor::<1>::from_data(TensorData::new(self.values.clone(), [n]), device),
+        )
+    }
+}
+
+/// The network with its optimizer state, on the training engine its
+/// [`Backend`] names.
 pub struct Learner {
+    engine: Engine,
+}
+
+enum Engine {
+    /// burn's autodiff on flex or ndarray.
+    Burn(Box<BurnLearner>),
+    /// konane's own kernels ([`NativeLearner`]).
+    Native(Box<NativeLearner>),
+}
+
+impl Learner {
+    /// Trains `net` on `backend`'s training engine: the native kernels for
+    /// [`Backend::Native`], burn's autodiff for the others.
+    pub fn new(net: Net, backend: Backend, settings: LearnerConfig) -> Learner {
+        let engine = match backend {
+            Backend::Native => Engine::Native(Box::new(NativeLearner::new(&net, settings))),
+            Backend::Flex | Backend::Ndarray => Engine::Burn(Box::new(BurnLearner::new(net, backend, settings))),
+        };
+        Learner { engine }
+    }
+
+    /// Threads each step may use. The native engine splits a batch over
+    /// them, with the same result for any count; burn's manages its own.
+    pub fn set_threads(&mut self, threads: usize) {
+        if let Engine::Native(native) = &mut self.engine {
+            native.set_threads(threads);
+        }
+    }
+
+    /// A copy of the network for inference on `device` (no autodiff).
+    pub fn inference_net(&self, device: &Device) -> Net {
+        match &self.engine {
+            Engine::Burn(burn) => burn.inference_net(device),
+            Engine::Native(native) => native.net().to_device(device),
+        }
+    }
+
+    /// One step of gradient descent at learning rate `lr` on `batch` (all of
+    /// one board size), returning the losses before the step.
+    ///
+    /// # Panics
+    /// On an empty batch or mixed board sizes.
+    pub fn step(&mut self, batch: &[Sample], lr: f64) -> Losses {
+        let data = PreparedBatch::new(batch);
+        match &mut self.engine {
+            Engine::Burn(burn) => burn.step(&data, lr),
+            Engine::Native(native) => native.step(&data, lr),
+        }
+    }
+
+    /// Saves the optimizer state (for exact resume) to `path`.
+    ///
+    /// # Errors
+    /// The file could not be written.
+    pub fn save_optimizer(&self, path: &Path) -> Result<(), CheckpointError> {
+        match &self.engine {
+            Engine::Burn(burn) => burn.save_optimizer(path),
+            Engine::Native(native) => native.save_optimizer(path),
+        }
+    }
+
+    /// Loads optimizer state saved by [`Learner::save_optimizer`] on the
+    /// same engine; the network must already be the one it was saved with.
+    ///
+    /// # Errors
+    /// Missing, unreadable or foreign file.
+    pub fn load_optimizer(&mut self, path: &Path) -> Result<(), CheckpointError> {
+        match &mut self.engine {
+            Engine::Burn(burn) => burn.load_optimizer(path),
+            Engine::Native(native) => native.load_optimizer(path),
+        }
+    }
+}
+
+/// The network on burn's autodiff device with burn's optimizer.
+struct BurnLearner {
     net: Option<Net>,
     optimizer: ModuleOptimizer,
     settings: LearnerConfig,
     device: Device,
-    moves: MoveList,
 }
 
-impl Learner {
-    /// Moves `net` to the training device of `backend`.
-    pub fn new(net: Net, backend: Backend, settings: LearnerConfig) -> Learner {
+impl BurnLearner {
+    fn new(net: Net, backend: Backend, settings: LearnerConfig) -> BurnLearner {
         let device = backend.autodiff_device();
         let optimizer = match settings.optimizer {
             OptimizerKind::Adamw => AdamWConfig::new().with_weight_decay(settings.weight_decay).init(),
@@ -98,52 +257,15 @@ impl Learner {
         // `train()` turns gradient tracking on for the parameters on the
         // autodiff device (a plain device move does not).
         let net = net.to_device(&backend.device()).train();
-        Learner { net: Some(net), optimizer, settings, device, moves: MoveList::new() }
+        BurnLearner { net: Some(net), optimizer, settings, device }
     }
 
-    /// A copy of the network for inference on `device` (no autodiff).
-    pub fn inference_net(&self, device: &Device) -> Net {
+    fn inference_net(&self, device: &Device) -> Net {
         self.net.as_ref().expect("net present between steps").valid().to_device(device)
     }
 
-    /// One step of gradient descent at learning rate `lr` on `batch` (all of
-    /// one board size), returning the losses before the step.
-    ///
-    /// # Panics
-    /// On an empty batch or mixed board sizes.
-    pub fn step(&mut self, batch: &[Sample], lr: f64) -> Losses {
-        assert!(!batch.is_empty(), "empty training batch");
-        let size = batch[0].position.size();
-        let (cells, per) = (size.cells(), policy_len(size));
-        let n = batch.len();
-        let mut planes = vec![0.0f32; n * INPUT_PLANES * cells];
-        let mut targets = vec![0.0f32; n * per];
-        // Illegal moves get a large negative logit offset before the softmax.
-        let mut mask = vec![-1e9f32; n * per];
-        let mut values = Vec::with_capacity(n);
-        let mut target_entropy = 0.0f64;
-        for (i, sample) in batch.iter().enumerate() {
-            assert_eq!(sample.position.size(), size, "one board size per batch");
-            write_planes(&sample.position, &mut planes[i * INPUT_PLANES * cells..(i + 1) * INPUT_PLANES * cells]);
-            sample.position.legal_moves(&mut self.moves);
-            for &mv in &self.moves {
-                mask[i * per + move_index(size, mv)] = 0.0;
-            }
-            for &(mv, p) in &sample.policy {
-                targets[i * per + move_index(size, mv)] = p;
-                if p > 0.0 {
-                    target_entropy -= f64::from(p) * f64::from(p).ln();
-                }
-            }
-            values.push(sample.value);
-        }
-        let device = &self.device;
-        let input =
-            Tensor::<4>::from_data(TensorData::new(planes, [n, INPUT_PLANES, size.rows(), size.cols()]), device);
-        let targets = Tensor::<2>::from_data(TensorData::new(targets, [n, per]), device);
-        let mask = Tensor::<2>::from_data(TensorData::new(mask, [n, per]), device);
-        let value_targets = Tensor::<1>::from_data(TensorData::new(values, [n]), device);
-
+    fn step(&mut self, data: &PreparedBatch, lr: f64) -> Losses {
+        let (input, targets, mask, value_targets) = data.tensors(&self.device);
         let net = self.net.take().expect("net present between steps");
         let (logits, value) = net.forward(input);
         let log_probs = log_softmax(logits + mask, 1);
@@ -161,27 +283,18 @@ impl Learner {
             policy: scalar(policy_loss),
             value: scalar(value_loss),
             policy_entropy: scalar(entropy),
-            target_entropy: (target_entropy / n as f64) as f32,
+            target_entropy: (data.target_entropy / data.len() as f64) as f32,
         }
     }
 
-    /// Saves the optimizer state (for exact resume) to `path`.
-    ///
-    /// # Errors
-    /// burn could not write the file.
-    pub fn save_optimizer(&self, path: &Path) -> Result<(), CheckpointError> {
+    fn save_optimizer(&self, path: &Path) -> Result<(), CheckpointError> {
         self.optimizer.save(path).map_err(|e| CheckpointError::Invalid {
             path: path.to_path_buf(),
             reason: format!("saving optimizer: {e}"),
         })
     }
 
-    /// Loads optimizer state saved by [`Learner::save_optimizer`]; the
-    /// network must already be the one it was saved with.
-    ///
-    /// # Errors
-    /// Missing or unreadable file.
-    pub fn load_optimizer(&mut self, path: &Path) -> Result<(), CheckpointError> {
+    fn load_optimizer(&mut self, path: &Path) -> Result<(), CheckpointError> {
         let optimizer = std::mem::replace(&mut self.optimizer, AdamWConfig::new().init());
         self.optimizer = optimizer.load(path).map_err(|e| CheckpointError::Invalid {
             path: path.to_path_buf(),

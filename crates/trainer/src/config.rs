@@ -103,7 +103,7 @@ impl Default for TrainConfig {
             seed: 1,
             iterations: 10,
             threads: 0,
-            backend: Backend::Flex,
+            backend: Backend::Native,
             sizes: vec![Size::new_const(6, 6)],
             network: NetConfig::default(),
             selfplay: SelfPlayConfig::default(),

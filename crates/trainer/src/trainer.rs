@@ -290,7 +290,8 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
         // On the run's threads: with one, the draws are the same every time.
         pool.install(|| init_net(&config.network, &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights)))
     };
-    let learner = Learner::new(net.clone(), config.backend, config.training.learner);
+    let mut learner = Learner::new(net.clone(), config.backend, config.training.learner);
+    learner.set_threads(config.threads());
     let mut state =
         RunState { init_from: options.init_from.as_ref().map(|p| p.display().to_string()), ..RunState::default() };
     let opponent_specs = &config.evaluation.opponents;
@@ -351,6 +352,10 @@ fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device)
 pub const FIXED_KEYS: &[(&str, &str)] = &[
     ("network", "the run's checkpoints hold a network of its shape; start a new run with --init-from to change it"),
     ("training.learner.optimizer", "the run's optimizer state belongs to its optimizer"),
+    (
+        "backend",
+        "the run's optimizer state is in its training engine's format (native, or burn's for flex and ndarray)",
+    ),
     ("evaluation.opponents", "the run's Elo anchors were rated against its opponents at its start"),
 ];
 
@@ -405,6 +410,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     let device = config.backend.device();
     let net = load_net(&checkpoint_dir.join(NET_FILE), &device)?;
     let mut learner = Learner::new(net.clone(), config.backend, config.training.learner);
+    learner.set_threads(config.threads());
     learner.load_optimizer(&checkpoint_dir.join(OPTIMIZER_FILE))?;
     let replay = ReplayBuffer::load(&checkpoint_dir.join(REPLAY_FILE), config.replay.window)?;
     let best = if state.files.contains_key(BEST_FILE) {

@@ -17,8 +17,12 @@
 //! buffers are kept between calls and only grow; `gemm` still allocates its
 //! small packing buffers inside each product.
 
+pub mod train;
+mod winograd;
+
 use burn::tensor::Tensor;
 use gemm::Parallelism;
+use winograd::{Geometry, filter_transform, input_transform};
 
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 use crate::model::Net;
@@ -27,7 +31,7 @@ use crate::model::Net;
 /// layer's Winograd-domain data (2 MiB each way at 64 channels) still runs
 /// at full speed, a whole batch of 128 8x8 positions in one piece ran at
 /// 0.65x as it spills out of the core's caches.
-const MAX_TILES: usize = 512;
+pub(crate) const MAX_TILES: usize = 512;
 
 /// A 3x3 convolution with "same" padding, its weights in the Winograd
 /// domain.
@@ -57,39 +61,6 @@ enum Epilogue {
     Residual { gate: f32 },
     /// `relu(y)` into the unpadded channels-last layout.
     ReluCompact,
-}
-
-/// Shape of one forward pass.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-struct Geometry {
-    rows: usize,
-    cols: usize,
-}
-
-impl Geometry {
-    /// Tiles of 2x2 outputs per row and per column (an odd side gets a
-    /// partial tile; the padding is zeros, so it computes nothing wrong).
-    fn tiles(self) -> (usize, usize) {
-        (self.rows.div_ceil(2), self.cols.div_ceil(2))
-    }
-
-    /// The padded layout: one zero ring, plus a zero row/column to complete
-    /// the last tile of an odd side.
-    fn padded(self) -> (usize, usize) {
-        let (th, tw) = self.tiles();
-        (2 * th + 2, 2 * tw + 2)
-    }
-
-    fn padded_cells(self) -> usize {
-        let (hp, wp) = self.padded();
-        hp * wp
-    }
-
-    /// Index of cell (`row`, `col`) of position `b` in the padded layout.
-    fn padded_index(self, b: usize, row: usize, col: usize) -> usize {
-        let (hp, wp) = self.padded();
-        (b * hp + row + 1) * wp + col + 1
-    }
 }
 
 /// The network on konane's own CPU kernels; see the module documentation.
@@ -145,26 +116,8 @@ impl WinogradConv {
                 && matches!(conv.padding, burn::nn::PaddingConfig2d::Same),
             "the native kernels implement stride-1, same-padded, ungrouped convolutions only"
         );
-        let g = values_of(conv.weight.val());
-        // G from Lavin & Gray (2015): 4x3, the filter transform.
-        const G: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]];
         let mut weights = vec![0.0; 16 * inputs * outputs];
-        for o in 0..outputs {
-            for i in 0..inputs {
-                let kernel = &g[(o * inputs + i) * 9..][..9];
-                for a in 0..4 {
-                    for b in 0..4 {
-                        let mut sum = 0.0;
-                        for (r, g_ar) in G[a].iter().enumerate() {
-                            for (c, g_bc) in G[b].iter().enumerate() {
-                                sum += g_ar * kernel[r * 3 + c] * g_bc;
-                            }
-                        }
-                        weights[((a * 4 + b) * inputs + i) * outputs + o] = sum;
-                    }
-                }
-            }
-        }
+        filter_transform(&values_of(conv.weight.val()), inputs, outputs, &mut weights);
         let bias = conv.bias.as_ref().map_or_else(|| vec![0.0; outputs], |b| values_of(b.val()));
         WinogradConv { inputs, outputs, weights, bias }
     }
@@ -185,38 +138,11 @@ impl WinogradConv {
     ) {
         let (cin, cout) = (self.inputs, self.outputs);
         let (th, tw) = geometry.tiles();
-        let (hp, wp) = geometry.padded();
         let tiles = batch * th * tw;
         let transformed = &mut transformed[..tiles * 16 * cin];
         let products = &mut products[..tiles * 16 * cout];
 
-        // Input transform Bᵀ d B of each 4x4 patch (stride 2), per channel.
-        for (tile, out) in transformed.chunks_exact_mut(16 * cin).enumerate() {
-            let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
-            let corner = ((b * hp + 2 * ty) * wp + 2 * tx) * cin;
-            let row = |i: usize| &source[corner + i * wp * cin..][..4 * cin];
-            let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
-            for c in 0..cin {
-                let d = |r: &[f32], j: usize| r[j * cin + c];
-                // Rows: t = Bᵀ d.
-                let mut t = [[0.0f32; 4]; 4];
-                #[allow(clippy::needless_range_loop)] // j indexes the tile's columns in several arrays
-                for j in 0..4 {
-                    let (d0, d1, d2, d3) = (d(r0, j), d(r1, j), d(r2, j), d(r3, j));
-                    t[0][j] = d0 - d2;
-                    t[1][j] = d1 + d2;
-                    t[2][j] = d2 - d1;
-                    t[3][j] = d1 - d3;
-                }
-                // Columns: V = t B.
-                for (i, ti) in t.iter().enumerate() {
-                    out[(i * 4) * cin + c] = ti[0] - ti[2];
-                    out[(i * 4 + 1) * cin + c] = ti[1] + ti[2];
-                    out[(i * 4 + 2) * cin + c] = ti[2] - ti[1];
-                    out[(i * 4 + 3) * cin + c] = ti[1] - ti[3];
-                }
-            }
-        }
+        input_transform(geometry, batch, cin, source, transformed);
 
         // One matrix product per tile element: [tiles x cin] x [cin x cout].
         for k in 0..16 {

@@ -1,0 +1,1102 @@
+//! Training on konane's own kernels: the forward pass of [`Net`] that keeps
+//! what the backward pass needs, the backward pass itself, and AdamW or
+//! SGD over the weights, on one or more threads.
+//!
+//! burn-flex trains the default network at about a fifth of PyTorch's speed
+//! on one core (`docs/performance.md`), while the native inference kernels
+//! beat PyTorch; so training runs on the same kernels. Every 3x3
+//! convolution runs forward and backward in the Winograd domain (see
+//! [`super::winograd`]); the 1x1 convolutions and linear layers are plain
+//! matrix products. The network stays burn's: the weights are read from a
+//! [`Net`] and written back into one ([`NativeLearner::net`]), so
+//! checkpoints are unchanged. Gradients match burn's autograd to float
+//! rounding (tests below).
+//!
+//! A batch is cut into chunks of at most [`super::MAX_TILES`] tiles, each
+//! run forward and backward on its own (the loss is a mean over positions,
+//! so this is exact) while its activations stay in the core's caches. Each
+//! chunk's gradient goes to its own slot and the slots are summed in chunk
+//! order: the result is the same bit for bit whatever the thread count.
+
+use std::ops::Range;
+use std::path::Path;
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::{Tensor, TensorData};
+
+use super::winograd::{
+    Geometry, View, add_assign, filter_transform, filter_transform_backward, input_transform, input_transform_backward,
+    matmul, output_transform, output_transform_backward, relu_backward, residual, residual_backward,
+};
+use crate::checkpoint::CheckpointError;
+use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
+use crate::model::Net;
+use crate::train::{LearnerConfig, Losses, OptimizerKind, PreparedBatch};
+
+/// A network's parameters in burn's layouts and visiting order.
+#[derive(Clone, Debug, PartialEq)]
+struct Parameters {
+    paths: Vec<String>,
+    shapes: Vec<Vec<usize>>,
+    values: Vec<Vec<f32>>,
+}
+
+impl Parameters {
+    fn read(net: &Net) -> Parameters {
+        #[derive(Default)]
+        struct Reader {
+            path: Vec<String>,
+            out: Vec<(String, Vec<usize>, Vec<f32>)>,
+        }
+        impl ModuleVisitor for Reader {
+            fn enter_module(&mut self, name: &str, _: &str) {
+                self.path.push(name.to_string());
+            }
+            fn exit_module(&mut self, _: &str, _: &str) {
+                self.path.pop();
+            }
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+                let tensor = param.val();
+                let shape = tensor.dims().to_vec();
+                let values = tensor.into_data().try_to_vec::<f32>().expect("f32 parameters");
+                self.out.push((self.path.join("."), shape, values));
+            }
+        }
+        let mut reader = Reader::default();
+        net.visit(&mut reader);
+        let mut parameters = Parameters { paths: Vec::new(), shapes: Vec::new(), values: Vec::new() };
+        for (path, shape, values) in reader.out {
+            parameters.paths.push(path);
+            parameters.shapes.push(shape);
+            parameters.values.push(values);
+        }
+        parameters
+    }
+
+    /// `net` with these values in its parameters (same shapes and order).
+    fn write(&self, net: Net) -> Net {
+        struct Writer<'a> {
+            parameters: &'a Parameters,
+            next: usize,
+        }
+        impl ModuleMapper for Writer<'_> {
+            fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+                let (values, shape) = (&self.parameters.values[self.next], &self.parameters.shapes[self.next]);
+                self.next += 1;
+                param.map(|tensor| {
+                    assert_eq!(tensor.dims().as_slice(), shape.as_slice(), "parameter shapes are fixed");
+                    let device = tensor.device();
+                    Tensor::from_data(TensorData::new(values.clone(), shape.clone()), &device)
+                })
+            }
+        }
+        let mut writer = Writer { parameters: self, next: 0 };
+        let net = net.map(&mut writer);
+        assert_eq!(writer.next, self.values.len(), "every parameter written");
+        net
+    }
+
+    fn index(&self, path: &str) -> usize {
+        self.paths.iter().position(|p| p == path).unwrap_or_else(|| panic!("the network has no parameter {path}"))
+    }
+
+    fn zeros_like(&self) -> Vec<Vec<f32>> {
+        self.values.iter().map(|v| vec![0.0; v.len()]).collect()
+    }
+}
+
+/// A 3x3 convolution: the indices of its weight and bias.
+#[derive(Clone, Copy, Debug)]
+struct Conv3 {
+    weight: usize,
+    bias: usize,
+    inputs: usize,
+    outputs: usize,
+}
+
+/// A 1x1 convolution or a linear layer, natively `[inputs][outputs]` (burn
+/// stores a 1x1 convolution's weight as `[outputs][inputs]`).
+#[derive(Clone, Copy, Debug)]
+struct Dense {
+    weight: usize,
+    bias: usize,
+    inputs: usize,
+    outputs: usize,
+}
+
+/// Where each layer's parameters are.
+#[derive(Clone, Debug)]
+struct Layout {
+    stem: Conv3,
+    /// Each block's two convolutions and its gate's index.
+    blocks: Vec<(Conv3, Conv3, usize)>,
+    policy_hidden: Conv3,
+    policy_out: Dense,
+    value_conv: Dense,
+    value_hidden: Dense,
+    value_out: Dense,
+    /// The widest channel count of any 3x3 convolution.
+    widest: usize,
+    kinds: Vec<Kind>,
+}
+
+/// How a parameter's native layout differs from burn's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// A 3x3 filter, held in the Winograd domain (16 values per 9).
+    Winograd { inputs: usize, outputs: usize },
+    /// A 1x1 convolution's `[outputs][inputs]`, held as `[inputs][outputs]`.
+    Transposed { inputs: usize, outputs: usize },
+    /// The same layout.
+    Same,
+}
+
+impl Layout {
+    fn new(parameters: &Parameters) -> Layout {
+        let conv3 = |name: &str| {
+            let weight = parameters.index(&format!("{name}.weight"));
+            let shape = &parameters.shapes[weight];
+            assert_eq!(&shape[2..], &[3, 3], "{name} is a 3x3 convolution");
+            Conv3 { weight, bias: parameters.index(&format!("{name}.bias")), inputs: shape[1], outputs: shape[0] }
+        };
+        let conv1 = |name: &str| {
+            let weight = parameters.index(&format!("{name}.weight"));
+            let shape = &parameters.shapes[weight];
+            assert_eq!(&shape[2..], &[1, 1], "{name} is a 1x1 convolution");
+            let bias = parameters.index(&format!("{name}.bias"));
+            Dense { weight, bias, inputs: shape[1], outputs: shape[0] }
+        };
+        let linear = |name: &str| {
+            let weight = parameters.index(&format!("{name}.weight"));
+            let shape = &parameters.shapes[weight];
+            let bias = parameters.index(&format!("{name}.bias"));
+            Dense { weight, bias, inputs: shape[0], outputs: shape[1] }
+        };
+        let blocks = (0..)
+            .map_while(|b| {
+                let first = format!("blocks.{b}.first");
+                parameters.paths.iter().any(|p| p.starts_with(&format!("{first}."))).then(|| {
+                    (conv3(&first), conv3(&format!("blocks.{b}.second")), parameters.index(&format!("blocks.{b}.gate")))
+                })
+            })
+            .collect::<Vec<_>>();
+        let stem = conv3("stem");
+        let policy_hidden = conv3("policy_hidden");
+        let convs = [stem, policy_hidden].into_iter().chain(blocks.iter().flat_map(|(a, b, _)| [*a, *b]));
+        let widest = convs.map(|c| c.inputs.max(c.outputs)).max().expect("a stem");
+        let mut layout = Layout {
+            stem,
+            blocks,
+            policy_hidden,
+            policy_out: conv1("policy_out"),
+            value_conv: conv1("value_conv"),
+            value_hidden: linear("value_hidden"),
+            value_out: linear("value_out"),
+            widest,
+            kinds: vec![Kind::Same; parameters.values.len()],
+        };
+        let convs: Vec<Conv3> = [layout.stem, layout.policy_hidden]
+            .into_iter()
+            .chain(layout.blocks.iter().flat_map(|(a, b, _)| [*a, *b]))
+            .collect();
+        for conv in convs {
+            layout.kinds[conv.weight] = Kind::Winograd { inputs: conv.inputs, outputs: conv.outputs };
+        }
+        for dense in [layout.policy_out, layout.value_conv] {
+            layout.kinds[dense.weight] = Kind::Transposed { inputs: dense.inputs, outputs: dense.outputs };
+        }
+        layout
+    }
+
+    /// The native layout of burn-layout `values`.
+    fn to_native(&self, values: &[Vec<f32>], native: &mut [Vec<f32>]) {
+        for ((kind, value), out) in self.kinds.iter().zip(values).zip(native) {
+            match *kind {
+                Kind::Winograd { inputs, outputs } => {
+                    out.resize(16 * inputs * outputs, 0.0);
+                    filter_transform(value, inputs, outputs, out);
+                }
+                Kind::Transposed { inputs, outputs } => {
+                    out.resize(inputs * outputs, 0.0);
+                    for o in 0..outputs {
+                        for i in 0..inputs {
+                            out[i * outputs + o] = value[o * inputs + i];
+                        }
+                    }
+                }
+                Kind::Same => {
+                    out.clear();
+                    out.extend_from_slice(value);
+                }
+            }
+        }
+    }
+
+    /// The burn layout of native-layout gradients (the transposes of
+    /// [`Layout::to_native`]), replacing what `burn` held.
+    fn to_burn(&self, native: &[Vec<f32>], burn: &mut [Vec<f32>]) {
+        for ((kind, grad), out) in self.kinds.iter().zip(native).zip(burn) {
+            match *kind {
+                Kind::Winograd { inputs, outputs } => {
+                    out.fill(0.0);
+                    filter_transform_backward(grad, inputs, outputs, out);
+                }
+                Kind::Transposed { inputs, outputs } => {
+                    for o in 0..outputs {
+                        for i in 0..inputs {
+                            out[o * inputs + i] = grad[i * outputs + o];
+                        }
+                    }
+                }
+                Kind::Same => out.copy_from_slice(grad),
+            }
+        }
+    }
+
+    fn native_sizes(&self, parameters: &Parameters) -> Vec<usize> {
+        self.kinds
+            .iter()
+            .zip(&parameters.values)
+            .map(|(kind, v)| match *kind {
+                Kind::Winograd { inputs, outputs } => 16 * inputs * outputs,
+                _ => v.len(),
+            })
+            .collect()
+    }
+}
+
+/// One chunk's gradient (native layout) and loss sums.
+#[derive(Clone, Debug, Default)]
+struct Slot {
+    grads: Vec<Vec<f32>>,
+    policy: f64,
+    value: f64,
+    entropy: f64,
+}
+
+impl Slot {
+    fn clear(&mut self, sizes: &[usize]) {
+        self.grads.resize_with(sizes.len(), Vec::new);
+        for (grad, &size) in self.grads.iter_mut().zip(sizes) {
+            grad.clear();
+            grad.resize(size, 0.0);
+        }
+        (self.policy, self.value, self.entropy) = (0.0, 0.0, 0.0);
+    }
+}
+
+/// One thread's buffers for a chunk. Padded buffers keep zero rings for as
+/// long as the board size stays the same: forward passes write board cells
+/// only, or values that are zero on the ring.
+#[derive(Default)]
+struct Workspace {
+    geometry: Geometry,
+    capacity: usize,
+    input: Vec<f32>,
+    /// The tower's activations: the stem's output, then each block's.
+    acts: Vec<Vec<f32>>,
+    /// Each block's `relu(first(x))`.
+    hidden: Vec<Vec<f32>>,
+    /// Each block's `second(hidden)`, before the gate.
+    branch: Vec<Vec<f32>>,
+    policy_hidden: Vec<f32>,
+    logits: Vec<f32>,
+    value_planes: Vec<f32>,
+    pooled: Vec<f32>,
+    argmax: Vec<u32>,
+    value_hidden: Vec<f32>,
+    values: Vec<f32>,
+    transformed: Vec<f32>,
+    products: Vec<f32>,
+    d_act: Vec<f32>,
+    d_tmp: Vec<f32>,
+    d_hidden: Vec<f32>,
+    d_policy_hidden: Vec<f32>,
+    d_logits: Vec<f32>,
+    d_value_planes: Vec<f32>,
+    d_pooled: Vec<f32>,
+    d_value_hidden: Vec<f32>,
+    d_out: Vec<f32>,
+}
+
+fn sized(buffer: &mut Vec<f32>, len: usize, clear: bool) {
+    if clear {
+        buffer.clear();
+    }
+    if buffer.len() < len {
+        buffer.resize(len, 0.0);
+    }
+}
+
+impl Workspace {
+    fn prepare(&mut self, layout: &Layout, geometry: Geometry, batch: usize) {
+        let fresh = self.geometry != geometry || self.capacity < batch;
+        if fresh {
+            self.geometry = geometry;
+            self.capacity = batch;
+        }
+        let padded = self.capacity * geometry.padded_cells();
+        let channels = layout.stem.outputs;
+        let blocks = layout.blocks.len();
+        sized(&mut self.input, padded * INPUT_PLANES, fresh);
+        self.acts.resize_with(blocks + 1, Vec::new);
+        self.hidden.resize_with(blocks, Vec::new);
+        self.branch.resize_with(blocks, Vec::new);
+        for buffer in self.acts.iter_mut().chain(&mut self.hidden).chain(&mut self.branch) {
+            sized(buffer, padded * channels, fresh);
+        }
+        sized(&mut self.policy_hidden, padded * layout.policy_hidden.outputs, fresh);
+        sized(&mut self.logits, padded * MOVE_KINDS, fresh);
+        sized(&mut self.value_planes, padded * layout.value_conv.outputs, fresh);
+        let v = layout.value_conv.outputs;
+        sized(&mut self.pooled, batch * 2 * v, false);
+        if self.argmax.len() < batch * v {
+            self.argmax.resize(batch * v, 0);
+        }
+        sized(&mut self.value_hidden, batch * layout.value_hidden.outputs, false);
+        sized(&mut self.values, batch, false);
+        let tiles = batch * geometry.tiles_per_position();
+        sized(&mut self.transformed, tiles * 16 * layout.widest, false);
+        sized(&mut self.products, tiles * 16 * layout.widest, false);
+        for buffer in [&mut self.d_act, &mut self.d_tmp, &mut self.d_hidden] {
+            sized(buffer, padded * channels, false);
+        }
+        sized(&mut self.d_policy_hidden, padded * layout.policy_hidden.outputs, false);
+        sized(&mut self.d_logits, padded * MOVE_KINDS, false);
+        sized(&mut self.d_value_planes, padded * v, false);
+        sized(&mut self.d_pooled, batch * 2 * v, false);
+        sized(&mut self.d_value_hidden, batch * layout.value_hidden.outputs, false);
+        sized(&mut self.d_out, batch, false);
+    }
+}
+
+/// What every thread reads during a step: the layout and the weights in
+/// their native layouts.
+struct Model<'a> {
+    layout: &'a Layout,
+    weights: &'a [Vec<f32>],
+}
+
+impl Model<'_> {
+    fn conv_forward(
+        &self,
+        conv: Conv3,
+        (geometry, batch): (Geometry, usize),
+        source: &[f32],
+        destination: &mut [f32],
+        relu: bool,
+        (transformed, products): (&mut [f32], &mut [f32]),
+    ) {
+        let (cin, cout) = (conv.inputs, conv.outputs);
+        let u = &self.weights[conv.weight];
+        let bias = &self.weights[conv.bias];
+        let tiles = batch * geometry.tiles_per_position();
+        input_transform(geometry, batch, cin, source, transformed);
+        for k in 0..16 {
+            matmul(
+                (tiles, cout, cin),
+                &mut products[k * cout..],
+                16 * cout,
+                false,
+                View::strided(&transformed[k * cin..], 16 * cin, 1),
+                View::rows(&u[k * cin * cout..(k + 1) * cin * cout], cout),
+            );
+        }
+        output_transform(geometry, batch, cout, products, bias, relu, destination);
+    }
+
+    /// Adds the filter and bias gradients of `conv` given its input
+    /// `source` and output gradient `dy` to `grads`; writes the input
+    /// gradient to `dx` when asked.
+    #[allow(clippy::too_many_arguments)]
+    fn conv_backward(
+        &self,
+        conv: Conv3,
+        (geometry, batch): (Geometry, usize),
+        source: &[f32],
+        dy: &[f32],
+        grads: &mut [Vec<f32>],
+        dx: Option<&mut [f32]>,
+        (transformed, products): (&mut [f32], &mut [f32]),
+    ) {
+        let (cin, cout) = (conv.inputs, conv.outputs);
+        let tiles = batch * geometry.tiles_per_position();
+        input_transform(geometry, batch, cin, source, transformed);
+        output_transform_backward(geometry, batch, cout, dy, products, &mut grads[conv.bias]);
+        let du = &mut grads[conv.weight];
+        for k in 0..16 {
+            matmul(
+                (cin, cout, tiles),
+                &mut du[k * cin * cout..(k + 1) * cin * cout],
+                cout,
+                true,
+                View::strided(&transformed[k * cin..], 1, 16 * cin),
+                View::strided(&products[k * cout..], 16 * cout, 1),
+            );
+        }
+        if let Some(dx) = dx {
+            let u = &self.weights[conv.weight];
+            for k in 0..16 {
+                matmul(
+                    (tiles, cin, cout),
+                    &mut transformed[k * cin..],
+                    16 * cin,
+                    false,
+                    View::strided(&products[k * cout..], 16 * cout, 1),
+                    View::strided(&u[k * cin * cout..(k + 1) * cin * cout], 1, cout),
+                );
+            }
+            input_transform_backward(geometry, batch, cin, transformed, dx);
+        }
+    }
+
+    /// `destination = source x weights + bias` over `rows` rows.
+    fn dense_forward(&self, dense: Dense, rows: usize, source: &[f32], destination: &mut [f32], relu: bool) {
+        let (inputs, outputs) = (dense.inputs, dense.outputs);
+        let bias = &self.weights[dense.bias];
+        let destination = &mut destination[..rows * outputs];
+        for row in destination.chunks_exact_mut(outputs) {
+            row.copy_from_slice(bias);
+        }
+        let weights = &self.weights[dense.weight];
+        matmul(
+            (rows, outputs, inputs),
+            destination,
+            outputs,
+            true,
+            View::rows(source, inputs),
+            View::rows(weights, outputs),
+        );
+        if relu {
+            for x in destination.iter_mut() {
+                *x = x.max(0.0);
+            }
+        }
+    }
+
+    /// Adds the weight and bias gradients of `dense` to `grads`; writes (or
+    /// with `accumulate`, adds) the input gradient to `dx`.
+    #[allow(clippy::too_many_arguments)]
+    fn dense_backward(
+        &self,
+        dense: Dense,
+        rows: usize,
+        source: &[f32],
+        dy: &[f32],
+        grads: &mut [Vec<f32>],
+        dx: Option<&mut [f32]>,
+        accumulate: bool,
+    ) {
+        let (inputs, outputs) = (dense.inputs, dense.outputs);
+        let dy = &dy[..rows * outputs];
+        matmul(
+            (inputs, outputs, rows),
+            &mut grads[dense.weight],
+            outputs,
+            true,
+            View::transposed(source, inputs),
+            View::rows(dy, outputs),
+        );
+        let db = &mut grads[dense.bias];
+        for row in dy.chunks_exact(outputs) {
+            for (b, d) in db.iter_mut().zip(row) {
+                *b += d;
+            }
+        }
+        if let Some(dx) = dx {
+            let weights = &self.weights[dense.weight];
+            matmul(
+                (rows, inputs, outputs),
+                dx,
+                inputs,
+                accumulate,
+                View::rows(dy, outputs),
+                View::transposed(weights, outputs),
+            );
+        }
+    }
+
+    /// Forward and backward over positions `range` of `data`: adds their
+    /// gradient (of the batch's mean loss) and loss sums to `slot`.
+    fn chunk(&self, ws: &mut Workspace, data: &PreparedBatch, range: Range<usize>, value_weight: f32, slot: &mut Slot) {
+        let layout = self.layout;
+        let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
+        let (cells, cols) = (geometry.cells(), geometry.cols);
+        let batch = range.len();
+        let scale = 1.0 / data.len() as f32;
+        ws.prepare(layout, geometry, batch);
+        let shape = (geometry, batch);
+        let rows_padded = batch * geometry.padded_cells();
+
+        for b in 0..batch {
+            let planes = &data.planes[(range.start + b) * INPUT_PLANES * cells..][..INPUT_PLANES * cells];
+            for (plane, values) in planes.chunks_exact(cells).enumerate() {
+                for (cell, &value) in values.iter().enumerate() {
+                    ws.input[geometry.padded_index(b, cell / cols, cell % cols) * INPUT_PLANES + plane] = value;
+                }
+            }
+        }
+
+        // Forward, keeping every activation.
+        let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
+        self.conv_forward(layout.stem, shape, &ws.input, &mut ws.acts[0], true, scratch);
+        for (k, &(first, second, gate)) in layout.blocks.iter().enumerate() {
+            let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
+            self.conv_forward(first, shape, &ws.acts[k], &mut ws.hidden[k], true, scratch);
+            let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
+            self.conv_forward(second, shape, &ws.hidden[k], &mut ws.branch[k], false, scratch);
+            let gate = self.weights[gate][0];
+            let (before, after) = ws.acts.split_at_mut(k + 1);
+            let n = rows_padded * first.inputs;
+            residual(&mut after[0][..n], &before[k][..n], &ws.branch[k][..n], gate);
+        }
+        let tower = &ws.acts[layout.blocks.len()];
+        let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
+        self.conv_forward(layout.policy_hidden, shape, tower, &mut ws.policy_hidden, true, scratch);
+        self.dense_forward(layout.policy_out, rows_padded, &ws.policy_hidden, &mut ws.logits, false);
+        self.dense_forward(layout.value_conv, rows_padded, tower, &mut ws.value_planes, true);
+        let v = layout.value_conv.outputs;
+        for b in 0..batch {
+            let pooled = &mut ws.pooled[b * 2 * v..][..2 * v];
+            pooled[..v].fill(0.0);
+            pooled[v..].fill(f32::NEG_INFINITY);
+            for cell in 0..cells {
+                let at = geometry.padded_index(b, cell / cols, cell % cols);
+                for (c, &x) in ws.value_planes[at * v..][..v].iter().enumerate() {
+                    pooled[c] += x;
+                    if x > pooled[v + c] {
+                        pooled[v + c] = x;
+                        ws.argmax[b * v + c] = at as u32;
+                    }
+                }
+            }
+            for mean in &mut pooled[..v] {
+                *mean /= cells as f32;
+            }
+        }
+        self.dense_forward(layout.value_hidden, batch, &ws.pooled, &mut ws.value_hidden, true);
+        self.dense_forward(layout.value_out, batch, &ws.value_hidden, &mut ws.values, false);
+
+        // Losses and their gradients at the outputs.
+        let d_logits = &mut ws.d_logits[..rows_padded * MOVE_KINDS];
+        d_logits.fill(0.0);
+        for b in 0..batch {
+            let i = range.start + b;
+            let moves = data.starts[i]..data.starts[i + 1];
+            let at = |index: u32| {
+                let (kind, cell) = (index as usize / cells, index as usize % cells);
+                geometry.padded_index(b, cell / cols, cell % cols) * MOVE_KINDS + kind
+            };
+            let max = data.legal[moves.clone()].iter().map(|&m| ws.logits[at(m)]).fold(f32::NEG_INFINITY, f32::max);
+            let sum: f32 = data.legal[moves.clone()].iter().map(|&m| (ws.logits[at(m)] - max).exp()).sum();
+            let log_sum = max + sum.ln();
+            let target_sum: f32 = data.targets[moves.clone()].iter().sum();
+            for j in moves {
+                let at = at(data.legal[j]);
+                let log_p = ws.logits[at] - log_sum;
+                let (p, t) = (log_p.exp(), data.targets[j]);
+                slot.policy -= f64::from(t * log_p);
+                slot.entropy -= f64::from(p * log_p.max(-1e4));
+                d_logits[at] = (p * target_sum - t) * scale;
+            }
+            let value = ws.values[b].tanh();
+            let diff = value - data.values[i];
+            slot.value += f64::from(diff * diff);
+            ws.d_out[b] = value_weight * 2.0 * diff * scale * (1.0 - value * value);
+        }
+
+        // Backward: the heads into d_act, then the tower.
+        let grads = &mut slot.grads[..];
+        self.dense_backward(
+            layout.value_out,
+            batch,
+            &ws.value_hidden,
+            &ws.d_out,
+            grads,
+            Some(&mut ws.d_value_hidden),
+            false,
+        );
+        let hidden = batch * layout.value_hidden.outputs;
+        relu_backward(&mut ws.d_value_hidden[..hidden], &ws.value_hidden[..hidden]);
+        self.dense_backward(
+            layout.value_hidden,
+            batch,
+            &ws.pooled,
+            &ws.d_value_hidden,
+            grads,
+            Some(&mut ws.d_pooled),
+            false,
+        );
+        let d_planes = &mut ws.d_value_planes[..rows_padded * v];
+        d_planes.fill(0.0);
+        for b in 0..batch {
+            let d_pooled = &ws.d_pooled[b * 2 * v..][..2 * v];
+            for cell in 0..cells {
+                let at = geometry.padded_index(b, cell / cols, cell % cols);
+                for c in 0..v {
+                    d_planes[at * v + c] = d_pooled[c] / cells as f32;
+                }
+            }
+            for c in 0..v {
+                d_planes[ws.argmax[b * v + c] as usize * v + c] += d_pooled[v + c];
+            }
+        }
+        relu_backward(d_planes, &ws.value_planes);
+        let tower = &ws.acts[layout.blocks.len()];
+        self.dense_backward(layout.value_conv, rows_padded, tower, d_planes, grads, Some(&mut ws.d_act), false);
+        let d_hidden = &mut ws.d_policy_hidden;
+        self.dense_backward(layout.policy_out, rows_padded, &ws.policy_hidden, d_logits, grads, Some(d_hidden), false);
+        let width = layout.policy_hidden.outputs;
+        relu_backward(&mut d_hidden[..rows_padded * width], &ws.policy_hidden);
+        let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
+        self.conv_backward(layout.policy_hidden, shape, tower, d_hidden, grads, Some(&mut ws.d_tmp), scratch);
+        let n = rows_padded * layout.stem.outputs;
+        add_assign(&mut ws.d_act[..n], &ws.d_tmp);
+        for (k, &(first, second, gate_index)) in layout.blocks.iter().enumerate().rev() {
+            let gate = self.weights[gate_index][0];
+            grads[gate_index][0] +=
+                residual_backward(&mut ws.d_act[..n], &ws.acts[k + 1], &ws.branch[k], &mut ws.d_tmp, gate);
+            let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
+            self.conv_backward(second, shape, &ws.hidden[k], &ws.d_tmp, grads, Some(&mut ws.d_hidden), scratch);
+            relu_backward(&mut ws.d_hidden[..n], &ws.hidden[k]);
+            let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
+            self.conv_backward(first, shape, &ws.acts[k], &ws.d_hidden, grads, Some(&mut ws.d_tmp), scratch);
+            add_assign(&mut ws.d_act[..n], &ws.d_tmp);
+        }
+        relu_backward(&mut ws.d_act[..n], &ws.acts[0]);
+        let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
+        self.conv_backward(layout.stem, shape, &ws.input, &ws.d_act, grads, None, scratch);
+    }
+}
+
+/// The optimizer's state over the burn-layout parameters.
+#[derive(Clone, Debug, PartialEq)]
+enum OptimizerState {
+    /// burn's `AdamW` (beta 0.9 / 0.999, epsilon 1e-5): moments and steps taken.
+    Adamw { time: u64, first: Vec<Vec<f32>>, second: Vec<Vec<f32>> },
+    /// burn's `Sgd` with Nesterov momentum 0.9 and dampening 0.1: the
+    /// velocity after the first step.
+    Sgd { velocity: Option<Vec<Vec<f32>>> },
+}
+
+const BETA_1: f32 = 0.9;
+const BETA_2: f32 = 0.999;
+const EPSILON: f32 = 1e-5;
+const MOMENTUM: f32 = 0.9;
+const DAMPENING: f32 = 0.1;
+
+/// First bytes of a native optimizer state file.
+const OPTIMIZER_MAGIC: &[u8; 16] = b"konane-optimizer";
+const OPTIMIZER_VERSION: u32 = 1;
+
+/// The network trained on the native kernels; see the module documentation.
+pub struct NativeLearner {
+    template: Net,
+    parameters: Parameters,
+    layout: Layout,
+    native_sizes: Vec<usize>,
+    weights: Vec<Vec<f32>>,
+    grads: Vec<Vec<f32>>,
+    slots: Vec<Slot>,
+    workspaces: Vec<Workspace>,
+    state: OptimizerState,
+    settings: LearnerConfig,
+    threads: usize,
+}
+
+impl NativeLearner {
+    /// Starts from the weights of `net` with a fresh optimizer.
+    pub fn new(net: &Net, settings: LearnerConfig) -> NativeLearner {
+        let parameters = Parameters::read(net);
+        let layout = Layout::new(&parameters);
+        let native_sizes = layout.native_sizes(&parameters);
+        let state = match settings.optimizer {
+            OptimizerKind::Adamw => {
+                OptimizerState::Adamw { time: 0, first: parameters.zeros_like(), second: parameters.zeros_like() }
+            }
+            OptimizerKind::Sgd => OptimizerState::Sgd { velocity: None },
+        };
+        NativeLearner {
+            template: net.clone(),
+            grads: parameters.zeros_like(),
+            weights: vec![Vec::new(); parameters.values.len()],
+            parameters,
+            layout,
+            native_sizes,
+            slots: Vec::new(),
+            workspaces: Vec::new(),
+            state,
+            settings,
+            threads: 1,
+        }
+    }
+
+    /// Runs each step on `threads` threads (the result does not depend on it).
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.max(1);
+    }
+
+    /// The network with the current weights, on the template's device.
+    pub fn net(&self) -> Net {
+        self.parameters.write(self.template.clone())
+    }
+
+    /// The gradient of the batch's loss, in burn's layouts and visiting
+    /// order, and the losses, without changing the weights.
+    fn gradient(&mut self, data: &PreparedBatch) -> Losses {
+        let layout = &self.layout;
+        layout.to_native(&self.parameters.values, &mut self.weights);
+        let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
+        let per_chunk = (super::MAX_TILES / geometry.tiles_per_position()).max(1);
+        let chunks = data.len().div_ceil(per_chunk);
+        if self.slots.len() < chunks {
+            self.slots.resize_with(chunks, Slot::default);
+        }
+        let threads = self.threads.min(chunks);
+        if self.workspaces.len() < threads {
+            self.workspaces.resize_with(threads, Workspace::default);
+        }
+        let model = Model { layout, weights: &self.weights };
+        let value_weight = self.settings.value_weight;
+        let sizes = &self.native_sizes;
+        let run = |first_chunk: usize, slots: &mut [Slot], ws: &mut Workspace| {
+            for (j, slot) in slots.iter_mut().enumerate() {
+                let start = (first_chunk + j) * per_chunk;
+                slot.clear(sizes);
+                model.chunk(ws, data, start..(start + per_chunk).min(data.len()), value_weight, slot);
+            }
+        };
+        let slots = &mut self.slots[..chunks];
+        if threads == 1 {
+            run(0, slots, &mut self.workspaces[0]);
+        } else {
+            // Contiguous runs of chunks per thread.
+            std::thread::scope(|scope| {
+                let mut rest = slots;
+                let mut first = 0;
+                for (t, ws) in self.workspaces[..threads].iter_mut().enumerate() {
+                    let take = chunks * (t + 1) / threads - first;
+                    let (mine, others) = rest.split_at_mut(take);
+                    rest = others;
+                    let run = &run;
+                    scope.spawn(move || run(first, mine, ws));
+                    first += take;
+                }
+            });
+        }
+        // Sum the slots in chunk order.
+        let (first, others) = self.slots[..chunks].split_first_mut().expect("a chunk");
+        for slot in others.iter() {
+            for (total, grad) in first.grads.iter_mut().zip(&slot.grads) {
+                for (t, g) in total.iter_mut().zip(grad) {
+                    *t += g;
+                }
+            }
+            first.policy += slot.policy;
+            first.value += slot.value;
+            first.entropy += slot.entropy;
+        }
+        layout.to_burn(&first.grads, &mut self.grads);
+        let n = data.len() as f64;
+        Losses {
+            policy: (first.policy / n) as f32,
+            value: (first.value / n) as f32,
+            policy_entropy: (first.entropy / n) as f32,
+            target_entropy: (data.target_entropy / n) as f32,
+        }
+    }
+
+    /// One step at learning rate `lr`; returns the losses before it.
+    pub(crate) fn step(&mut self, data: &PreparedBatch, lr: f64) -> Losses {
+        let losses = self.gradient(data);
+        let lr = lr as f32;
+        let decay = self.settings.weight_decay;
+        let zeros = matches!(self.state, OptimizerState::Sgd { velocity: None }).then(|| self.parameters.zeros_like());
+        let parameters = self.parameters.values.iter_mut().zip(&self.grads);
+        match &mut self.state {
+            OptimizerState::Adamw { time, first, second } => {
+                *time += 1;
+                let t = i32::try_from(*time).unwrap_or(i32::MAX);
+                let (c1, c2) = (1.0 - BETA_1.powi(t), 1.0 - BETA_2.powi(t));
+                let keep = 1.0 - lr * decay;
+                for ((values, grads), (m, v)) in parameters.zip(first.iter_mut().zip(second.iter_mut())) {
+                    for (((x, &g), m), v) in values.iter_mut().zip(grads).zip(m.iter_mut()).zip(v.iter_mut()) {
+                        *m = *m * BETA_1 + g * (1.0 - BETA_1);
+                        *v = *v * BETA_2 + g * g * (1.0 - BETA_2);
+                        let delta = (*m / c1) / ((*v / c2).sqrt() + EPSILON);
+                        *x = *x * keep - delta * lr;
+                    }
+                }
+            }
+            OptimizerState::Sgd { velocity } => {
+                let first_step = velocity.is_none();
+                let velocity = velocity.get_or_insert_with(|| zeros.unwrap_or_default());
+                for ((values, grads), velocity) in parameters.zip(velocity.iter_mut()) {
+                    for ((x, &g), u) in values.iter_mut().zip(grads).zip(velocity.iter_mut()) {
+                        let g = g + decay * *x;
+                        *u = if first_step { g } else { g * (1.0 - DAMPENING) + *u * MOMENTUM };
+                        *x -= lr * (*u * MOMENTUM + g);
+                    }
+                }
+            }
+        }
+        losses
+    }
+
+    /// The optimizer state as bytes: magic, version, kind, step count, the
+    /// moments in parameter order, CRC-32 of all before it.
+    fn state_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(OPTIMIZER_MAGIC);
+        out.extend_from_slice(&OPTIMIZER_VERSION.to_le_bytes());
+        let tensors: Vec<&Vec<f32>> = match &self.state {
+            OptimizerState::Adamw { time, first, second } => {
+                out.push(0);
+                out.extend_from_slice(&time.to_le_bytes());
+                first.iter().chain(second).collect()
+            }
+            OptimizerState::Sgd { velocity } => {
+                out.push(1);
+                out.extend_from_slice(&u64::from(velocity.is_some()).to_le_bytes());
+                velocity.iter().flatten().collect()
+            }
+        };
+        for tensor in tensors {
+            for x in tensor {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Saves the optimizer state (for exact resume) to `path`, atomically.
+    ///
+    /// # Errors
+    /// The file could not be written.
+    pub fn save_optimizer(&self, path: &Path) -> Result<(), CheckpointError> {
+        konane_files::write_atomically(path, &self.state_bytes()).map_err(|e| CheckpointError::Invalid {
+            path: path.to_path_buf(),
+            reason: format!("saving optimizer: {e}"),
+        })
+    }
+
+    /// Loads the state [`NativeLearner::save_optimizer`] wrote for a
+    /// network of this shape and this optimizer.
+    ///
+    /// # Errors
+    /// A missing, damaged or foreign file (a burn optimizer record, another
+    /// shape or optimizer), naming what is wrong.
+    pub fn load_optimizer(&mut self, path: &Path) -> Result<(), CheckpointError> {
+        let invalid = |reason: String| CheckpointError::Invalid { path: path.to_path_buf(), reason };
+        let floats: usize = self.parameters.values.iter().map(Vec::len).sum();
+        let header = OPTIMIZER_MAGIC.len() + 4 + 1 + 8;
+        let most = header + 2 * 4 * floats + 4;
+        let bytes = konane_files::read_bounded(path, most as u64, "optimizer state")
+            .map_err(|e| invalid(format!("loading optimizer: {e}")))?;
+        if bytes.len() < header + 4 || &bytes[..OPTIMIZER_MAGIC.len()] != OPTIMIZER_MAGIC {
+            return Err(invalid(
+                "not a native optimizer state (a run trained by burn's learner resumes with its backend)".into(),
+            ));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
+            return Err(invalid("optimizer state checksum mismatch".into()));
+        }
+        let at = OPTIMIZER_MAGIC.len();
+        let version = u32::from_le_bytes(body[at..at + 4].try_into().expect("4 bytes"));
+        if version != OPTIMIZER_VERSION {
+            return Err(invalid(format!("optimizer state version {version}; this build reads {OPTIMIZER_VERSION}")));
+        }
+        let kind = body[at + 4];
+        let count = u64::from_le_bytes(body[at + 5..at + 13].try_into().expect("8 bytes"));
+        let data = &body[header..];
+        let read = |tensors: usize| -> Result<Vec<Vec<f32>>, CheckpointError> {
+            if data.len() != 4 * floats * tensors {
+                return Err(invalid(format!(
+                    "optimizer state holds {} values, this network needs {}",
+                    data.len() / 4,
+                    floats * tensors
+                )));
+            }
+            let mut values = data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")));
+            Ok((0..tensors)
+                .flat_map(|_| self.parameters.values.iter())
+                .map(|v| values.by_ref().take(v.len()).collect())
+                .collect())
+        };
+        let state = match (kind, self.settings.optimizer) {
+            (0, OptimizerKind::Adamw) => {
+                let mut moments = read(2)?;
+                let second = moments.split_off(self.parameters.values.len());
+                OptimizerState::Adamw { time: count, first: moments, second }
+            }
+            (1, OptimizerKind::Sgd) => OptimizerState::Sgd { velocity: if count == 1 { Some(read(1)?) } else { None } },
+            (kind, wanted) => {
+                return Err(invalid(format!("optimizer state of kind {kind}, this run trains with {wanted:?}")));
+            }
+        };
+        self.state = state;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::init_net;
+    use crate::model::NetConfig;
+    use crate::train::{Learner, Sample};
+    use burn::optim::GradientsParams;
+    use burn::tensor::Device;
+    use burn::tensor::activation::log_softmax;
+    use konane_rules::Size;
+    use konane_rules::sample::cycled_positions;
+
+    /// A small net with its gates switched on (fresh gates are zero, which
+    /// would hide the residual branches' gradients).
+    fn gated_net(blocks: usize, channels: usize, seed: u64) -> Net {
+        let device = Device::flex();
+        let mut net = init_net(&NetConfig::new().with_blocks(blocks).with_channels(channels), &device, seed);
+        for (i, block) in net.blocks.iter_mut().enumerate() {
+            block.gate =
+                Param::from_tensor(Tensor::from_data(TensorData::new(vec![0.6 - 0.25 * i as f32], [1]), &device));
+        }
+        net
+    }
+
+    /// Positions of `size` with spread targets and values.
+    fn batch(size: Size, n: usize) -> Vec<Sample> {
+        cycled_positions(size, n)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, position)| {
+                let moves = position.moves();
+                if moves.is_empty() {
+                    return None;
+                }
+                let weights: Vec<f32> = (0..moves.len()).map(|j| ((i + 3 * j) % 5) as f32 + 0.5).collect();
+                let total: f32 = weights.iter().sum();
+                let policy = moves.iter().zip(&weights).map(|(&mv, w)| (mv, w / total)).collect();
+                Some(Sample { position, policy, value: ((i % 7) as f32 - 3.0) / 3.5 })
+            })
+            .collect()
+    }
+
+    /// burn's gradients of the same loss, in the same order as
+    /// [`Parameters`].
+    fn burn_gradients(net: &Net, data: &PreparedBatch, value_weight: f32) -> (Vec<Vec<f32>>, f32) {
+        let device = Device::flex().autodiff();
+        let net = net.clone().to_device(&device).train();
+        let (input, targets, mask, value_targets) = data.tensors(&device);
+        let (logits, value) = net.forward(input);
+        let log_probs = log_softmax(logits + mask, 1);
+        let policy_loss = (targets * log_probs).sum_dim(1).neg().mean();
+        let value_loss = (value - value_targets).powf_scalar(2.0).mean();
+        let loss = policy_loss + value_loss.mul_scalar(value_weight);
+        let loss_value = loss.clone().into_data().try_to_vec::<f32>().unwrap()[0];
+        let grads = GradientsParams::from_grads(loss.backward(), &net);
+        struct Collect<'a> {
+            grads: &'a GradientsParams,
+            out: Vec<Vec<f32>>,
+        }
+        impl ModuleVisitor for Collect<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+                let grad = self.grads.get::<D>(param.id).expect("every parameter has a gradient");
+                self.out.push(grad.into_data().try_to_vec::<f32>().unwrap());
+            }
+        }
+        let mut collect = Collect { grads: &grads, out: Vec::new() };
+        net.valid().visit(&mut collect);
+        (collect.out, loss_value)
+    }
+
+    #[test]
+    fn gradients_match_burns_autograd_on_every_shape_of_board() {
+        let net = gated_net(2, 12, 4);
+        let settings = LearnerConfig { value_weight: 1.5, ..LearnerConfig::default() };
+        let mut learner = NativeLearner::new(&net, settings);
+        // Even and odd sides, a single row, a rectangle, a batch cut into
+        // several chunks (4x4 has 4 tiles: 128 positions a chunk).
+        for (size, n) in [("8x8", 6), ("5x7", 5), ("1x6", 3), ("3x3", 4), ("13x20", 2), ("4x4", 300)] {
+            let size: Size = size.parse().unwrap();
+            let samples = batch(size, n);
+            let data = PreparedBatch::new(&samples);
+            let losses = learner.gradient(&data);
+            let (expected, burn_loss) = burn_gradients(&net, &data, settings.value_weight);
+            let native_loss = losses.policy + settings.value_weight * losses.value;
+            assert!((native_loss - burn_loss).abs() < 1e-4 * burn_loss.abs().max(1.0), "{size}: loss");
+            for ((path, got), want) in learner.parameters.paths.iter().zip(&learner.grads).zip(&expected) {
+                let scale = want.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+                let worst = got.iter().zip(want).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+                assert!(worst <= 2e-4 * scale.max(1e-3), "{size}: {path} off by {worst} (largest {scale})");
+                assert!(scale > 0.0 || path.contains("gate"), "{size}: {path} has a zero gradient");
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_matches_burns_optimizers_and_threads_change_nothing() {
+        let net = gated_net(1, 8, 9);
+        let samples = batch("6x6".parse().unwrap(), 40);
+        for optimizer in [OptimizerKind::Adamw, OptimizerKind::Sgd] {
+            let settings = LearnerConfig { optimizer, ..LearnerConfig::default() };
+            let mut burn = Learner::new(net.clone(), crate::Backend::Flex, settings);
+            let mut one = Learner::new(net.clone(), crate::Backend::Native, settings);
+            let mut two = Learner::new(net.clone(), crate::Backend::Native, settings);
+            two.set_threads(2);
+            for _ in 0..3 {
+                let b = burn.step(&samples, 1e-2);
+                let o = one.step(&samples, 1e-2);
+                let t = two.step(&samples, 1e-2);
+                assert_eq!(o, t, "{optimizer:?}: threads change the losses");
+                assert!((b.policy - o.policy).abs() < 1e-4 && (b.value - o.value).abs() < 1e-4, "{optimizer:?}");
+            }
+            let device = Device::flex();
+            let weights = |learner: &Learner| Parameters::read(&learner.inference_net(&device)).values;
+            let (b, o, t) = (weights(&burn), weights(&one), weights(&two));
+            assert_eq!(o, t, "{optimizer:?}: threads change the weights");
+            let worst = b.iter().flatten().zip(o.iter().flatten()).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+            assert!(worst < 1e-4, "{optimizer:?}: weights differ from burn's by {worst}");
+            let moved = Parameters::read(&net).values.iter().flatten().zip(o.iter().flatten()).any(|(x, y)| x != y);
+            assert!(moved, "the step changed the weights");
+        }
+    }
+
+    #[test]
+    fn optimizer_state_round_trips_and_refuses_foreign_files() {
+        let net = gated_net(1, 8, 2);
+        let samples = batch("5x5".parse().unwrap(), 10);
+        let data = PreparedBatch::new(&samples);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("optimizer.bin");
+        for optimizer in [OptimizerKind::Adamw, OptimizerKind::Sgd] {
+            let settings = LearnerConfig { optimizer, ..LearnerConfig::default() };
+            let mut learner = NativeLearner::new(&net, settings);
+            learner.step(&data, 1e-3);
+            learner.save_optimizer(&path).unwrap();
+            let mut resumed = NativeLearner::new(&learner.net(), settings);
+            resumed.load_optimizer(&path).unwrap();
+            assert_eq!(resumed.state, learner.state, "{optimizer:?}");
+            assert_eq!(resumed.step(&data, 1e-3), learner.step(&data, 1e-3));
+            assert_eq!(resumed.parameters, learner.parameters, "{optimizer:?}: resumed step differs");
+        }
+        // Damaged, foreign, other optimizer, other shape.
+        let settings = LearnerConfig::default();
+        let mut learner = NativeLearner::new(&net, settings);
+        learner.save_optimizer(&path).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let mut flipped = good.clone();
+        flipped[40] ^= 1;
+        std::fs::write(&path, &flipped).unwrap();
+        assert!(learner.load_optimizer(&path).unwrap_err().to_string().contains("checksum"));
+        std::fs::write(&path, b"burnpack...").unwrap();
+        assert!(learner.load_optimizer(&path).unwrap_err().to_string().contains("not a native optimizer"));
+        std::fs::write(&path, &good).unwrap();
+        let sgd = LearnerConfig { optimizer: OptimizerKind::Sgd, ..settings };
+        assert!(NativeLearner::new(&net, sgd).load_optimizer(&path).is_err());
+        let bigger = gated_net(2, 8, 2);
+        assert!(NativeLearner::new(&bigger, settings).load_optimizer(&path).is_err());
+    }
+}

@@ -1,0 +1,616 @@
+//! Winograd F(2x2, 3x3) on the padded channels-last layout, forward and
+//! backward: the transforms that inference and training share, and a
+//! bounds-checked matrix product over `gemm`.
+//!
+//! Forward, per 4x4 input patch `d` (stride 2) and 3x3 filter `g`:
+//! `y = Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A` (Lavin & Gray, 2015). The backward
+//! passes are the transposes of the same linear maps: the output gradient
+//! goes through `A dy Aᵀ` into the Winograd domain, where the filter
+//! gradient is one matrix product per tile element against the forward
+//! pass's transformed input, and the input gradient one against the
+//! filter; `B dV Bᵀ` brings the latter back to the board. So all three
+//! passes of training run on the 2.25x cheaper Winograd products.
+
+#![allow(clippy::needless_range_loop)] // the transforms index several 4x4 arrays by one tile coordinate
+
+use gemm::Parallelism;
+
+/// `G`, 4x3: the filter transform.
+const G: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]];
+
+/// Shape of one pass over a batch of one board size.
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub(crate) struct Geometry {
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+}
+
+impl Geometry {
+    /// Tiles of 2x2 outputs per row and per column (an odd side gets a
+    /// partial tile; the padding is zeros, so it computes nothing wrong).
+    pub(crate) fn tiles(self) -> (usize, usize) {
+        (self.rows.div_ceil(2), self.cols.div_ceil(2))
+    }
+
+    /// Tiles of one position.
+    pub(crate) fn tiles_per_position(self) -> usize {
+        let (th, tw) = self.tiles();
+        th * tw
+    }
+
+    /// The padded layout: one zero ring, plus a zero row/column to complete
+    /// the last tile of an odd side.
+    pub(crate) fn padded(self) -> (usize, usize) {
+        let (th, tw) = self.tiles();
+        (2 * th + 2, 2 * tw + 2)
+    }
+
+    pub(crate) fn padded_cells(self) -> usize {
+        let (hp, wp) = self.padded();
+        hp * wp
+    }
+
+    pub(crate) fn cells(self) -> usize {
+        self.rows * self.cols
+    }
+
+    /// Index of cell (`row`, `col`) of position `b` in the padded layout.
+    pub(crate) fn padded_index(self, b: usize, row: usize, col: usize) -> usize {
+        let (hp, wp) = self.padded();
+        (b * hp + row + 1) * wp + col + 1
+    }
+
+    /// Where tile `tile`'s 2x2 outputs are in the padded layout (`None`:
+    /// past the last row or column of an odd side).
+    pub(crate) fn tile_outputs(self, tile: usize) -> [[Option<usize>; 2]; 2] {
+        let (th, tw) = self.tiles();
+        let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
+        std::array::from_fn(|oi| {
+            std::array::from_fn(|oj| {
+                let (y, x) = (2 * ty + oi, 2 * tx + oj);
+                (y < self.rows && x < self.cols).then(|| self.padded_index(b, y, x))
+            })
+        })
+    }
+
+    /// Padded index of the top-left cell of tile `tile`'s 4x4 input patch.
+    fn patch_corner(self, tile: usize) -> usize {
+        let (th, tw) = self.tiles();
+        let (hp, wp) = self.padded();
+        let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
+        (b * hp + 2 * ty) * wp + 2 * tx
+    }
+}
+
+/// `G g Gᵀ` of each filter of a burn convolution weight `[outputs][inputs][3][3]`,
+/// as `[16][inputs][outputs]`: one matrix per tile element.
+pub(crate) fn filter_transform(g: &[f32], inputs: usize, outputs: usize, u: &mut [f32]) {
+    assert_eq!(g.len(), 9 * inputs * outputs);
+    assert_eq!(u.len(), 16 * inputs * outputs);
+    for o in 0..outputs {
+        for i in 0..inputs {
+            let kernel = &g[(o * inputs + i) * 9..][..9];
+            for a in 0..4 {
+                for b in 0..4 {
+                    let mut sum = 0.0;
+                    for (r, g_ar) in G[a].iter().enumerate() {
+                        for (c, g_bc) in G[b].iter().enumerate() {
+                            sum += g_ar * kernel[r * 3 + c] * g_bc;
+                        }
+                    }
+                    u[((a * 4 + b) * inputs + i) * outputs + o] = sum;
+                }
+            }
+        }
+    }
+}
+
+/// The transpose of [`filter_transform`]: adds `Gᵀ dU G` to the burn-layout
+/// filter gradient `dg` (`[outputs][inputs][3][3]`).
+pub(crate) fn filter_transform_backward(du: &[f32], inputs: usize, outputs: usize, dg: &mut [f32]) {
+    assert_eq!(dg.len(), 9 * inputs * outputs);
+    assert_eq!(du.len(), 16 * inputs * outputs);
+    for o in 0..outputs {
+        for i in 0..inputs {
+            let kernel = &mut dg[(o * inputs + i) * 9..][..9];
+            for a in 0..4 {
+                for b in 0..4 {
+                    let d = du[((a * 4 + b) * inputs + i) * outputs + o];
+                    for (r, g_ar) in G[a].iter().enumerate() {
+                        for (c, g_bc) in G[b].iter().enumerate() {
+                            kernel[r * 3 + c] += g_ar * d * g_bc;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Channels handled together by the transforms: one AVX-512 register.
+const LANES: usize = 16;
+
+/// `LANES` (or, for the last channels, 1) channels of one cell.
+type Lane<const L: usize> = [f32; L];
+
+#[inline(always)]
+fn load<const L: usize>(s: &[f32], at: usize) -> Lane<L> {
+    s[at..at + L].try_into().expect("L values")
+}
+
+#[inline(always)]
+fn store<const L: usize>(s: &mut [f32], at: usize, v: Lane<L>) {
+    s[at..at + L].copy_from_slice(&v);
+}
+
+#[inline(always)]
+fn add<const L: usize>(a: Lane<L>, b: Lane<L>) -> Lane<L> {
+    std::array::from_fn(|l| a[l] + b[l])
+}
+
+#[inline(always)]
+fn sub<const L: usize>(a: Lane<L>, b: Lane<L>) -> Lane<L> {
+    std::array::from_fn(|l| a[l] - b[l])
+}
+
+#[inline(always)]
+fn neg<const L: usize>(a: Lane<L>) -> Lane<L> {
+    a.map(|x| -x)
+}
+
+/// Runs `kernel::<LANES>` on each full group of channels, then
+/// `kernel::<1>` on the rest, passing the first channel.
+macro_rules! by_lanes {
+    ($channels:expr, |$c:ident, $l:ident| $body:expr) => {{
+        let full = $channels / LANES * LANES;
+        let mut $c = 0;
+        while $c < full {
+            {
+                const $l: usize = LANES;
+                $body;
+            }
+            $c += LANES;
+        }
+        while $c < $channels {
+            {
+                const $l: usize = 1;
+                $body;
+            }
+            $c += 1;
+        }
+    }};
+}
+
+/// `Bᵀ d B` of one patch for channels `c..c + L`.
+#[inline(always)]
+fn input_tile<const L: usize>(source: &[f32], corner: usize, row: usize, cin: usize, out: &mut [f32], c: usize) {
+    let d = |a: usize, b: usize| load::<L>(source, corner + a * row + b * cin + c);
+    // Rows: t = Bᵀ d.
+    let mut t = [[[0.0f32; L]; 4]; 4];
+    for b in 0..4 {
+        let (d0, d1, d2, d3) = (d(0, b), d(1, b), d(2, b), d(3, b));
+        t[0][b] = sub(d0, d2);
+        t[1][b] = add(d1, d2);
+        t[2][b] = sub(d2, d1);
+        t[3][b] = sub(d1, d3);
+    }
+    // Columns: V = t B.
+    for (i, [t0, t1, t2, t3]) in t.into_iter().enumerate() {
+        store(out, (i * 4) * cin + c, sub(t0, t2));
+        store(out, (i * 4 + 1) * cin + c, add(t1, t2));
+        store(out, (i * 4 + 2) * cin + c, sub(t2, t1));
+        store(out, (i * 4 + 3) * cin + c, sub(t1, t3));
+    }
+}
+
+/// `Bᵀ d B` of every 4x4 patch of the padded `source` (`channels` wide)
+/// into `out`, `[tile][16][channels]`.
+#[multiversion::multiversion(targets = "simd")]
+pub(crate) fn input_transform(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
+    let (_, wp) = geometry.padded();
+    let cin = channels;
+    let tiles = batch * geometry.tiles_per_position();
+    for (tile, out) in out[..tiles * 16 * cin].chunks_exact_mut(16 * cin).enumerate() {
+        let corner = geometry.patch_corner(tile) * cin;
+        by_lanes!(cin, |c, L| input_tile::<L>(source, corner, wp * cin, cin, out, c));
+    }
+}
+
+/// `B dV Bᵀ` of one tile for channels `c..c + L`, added into its patch.
+#[inline(always)]
+fn input_tile_backward<const L: usize>(v: &[f32], cin: usize, dx: &mut [f32], corner: usize, row: usize, c: usize) {
+    // Columns: dt = dV Bᵀ.
+    let mut dt = [[[0.0f32; L]; 4]; 4];
+    for (i, out) in dt.iter_mut().enumerate() {
+        let e = |j: usize| load::<L>(v, (i * 4 + j) * cin + c);
+        let (v0, v1, v2, v3) = (e(0), e(1), e(2), e(3));
+        *out = [v0, add(sub(v1, v2), v3), sub(add(v1, v2), v0), neg(v3)];
+    }
+    // Rows: dd = B dt, added into the overlapping patch.
+    for j in 0..4 {
+        let (t0, t1, t2, t3) = (dt[0][j], dt[1][j], dt[2][j], dt[3][j]);
+        let column = [t0, add(sub(t1, t2), t3), sub(add(t1, t2), t0), neg(t3)];
+        for (i, value) in column.into_iter().enumerate() {
+            let at = corner + i * row + j * cin + c;
+            store(dx, at, add(load(dx, at), value));
+        }
+    }
+}
+
+/// The transpose of [`input_transform`]: `B dV Bᵀ` of each tile of `dv`
+/// (`[tile][16][channels]`) summed into the padded `dx`, which it first
+/// clears. The padding ring receives gradient too; callers never read it
+/// (every consumer masks by an activation that is zero there, or reads
+/// the board's cells only).
+#[multiversion::multiversion(targets = "simd")]
+pub(crate) fn input_transform_backward(geometry: Geometry, batch: usize, channels: usize, dv: &[f32], dx: &mut [f32]) {
+    let (_, wp) = geometry.padded();
+    let cin = channels;
+    let tiles = batch * geometry.tiles_per_position();
+    dx[..batch * geometry.padded_cells() * cin].fill(0.0);
+    for (tile, v) in dv[..tiles * 16 * cin].chunks_exact(16 * cin).enumerate() {
+        let corner = geometry.patch_corner(tile) * cin;
+        by_lanes!(cin, |c, L| input_tile_backward::<L>(v, cin, dx, corner, wp * cin, c));
+    }
+}
+
+/// `Aᵀ m A` plus the bias (then ReLU if asked) of one tile for channels
+/// `c..c + L`, into the cells `targets` names.
+#[inline(always)]
+fn output_tile<const L: usize>(
+    m: &[f32],
+    cout: usize,
+    bias: &[f32],
+    relu: bool,
+    targets: &[[Option<usize>; 2]; 2],
+    destination: &mut [f32],
+    c: usize,
+) {
+    let e = |k: usize| load::<L>(m, k * cout + c);
+    // Rows: s = Aᵀ m (2x4).
+    let mut s = [[[0.0f32; L]; 4]; 2];
+    for j in 0..4 {
+        let (m0, m1, m2, m3) = (e(j), e(4 + j), e(8 + j), e(12 + j));
+        s[0][j] = add(add(m0, m1), m2);
+        s[1][j] = sub(sub(m1, m2), m3);
+    }
+    let bias = load::<L>(bias, c);
+    // Columns: y = s A, then the bias.
+    for (si, row) in s.iter().zip(targets) {
+        let outputs = [add(add(si[0], si[1]), si[2]), sub(sub(si[1], si[2]), si[3])];
+        for (value, target) in outputs.into_iter().zip(row) {
+            if let Some(at) = target {
+                let value = add(value, bias);
+                store(destination, at * cout + c, if relu { value.map(|x| x.max(0.0)) } else { value });
+            }
+        }
+    }
+}
+
+/// `y = Aᵀ m A + bias` of every tile of `m` (`[tile][16][channels]`) into
+/// the board cells of the padded `destination`, through a ReLU if `relu`.
+#[multiversion::multiversion(targets = "simd")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn output_transform(
+    geometry: Geometry,
+    batch: usize,
+    channels: usize,
+    m: &[f32],
+    bias: &[f32],
+    relu: bool,
+    destination: &mut [f32],
+) {
+    let cout = channels;
+    let tiles = batch * geometry.tiles_per_position();
+    for (tile, m) in m[..tiles * 16 * cout].chunks_exact(16 * cout).enumerate() {
+        let targets = geometry.tile_outputs(tile);
+        by_lanes!(cout, |c, L| output_tile::<L>(m, cout, bias, relu, &targets, destination, c));
+    }
+}
+
+/// `A dy Aᵀ` of one tile for channels `c..c + L`; adds the outputs'
+/// gradients to `bias`.
+#[inline(always)]
+fn output_tile_backward<const L: usize>(
+    dy: &[f32],
+    targets: &[[Option<usize>; 2]; 2],
+    cout: usize,
+    m: &mut [f32],
+    bias: &mut [f32],
+    c: usize,
+) {
+    let g = |a: usize, b: usize| targets[a][b].map_or([0.0; L], |at| load::<L>(dy, at * cout + c));
+    let dyt = [[g(0, 0), g(0, 1)], [g(1, 0), g(1, 1)]];
+    let total = add(add(dyt[0][0], dyt[0][1]), add(dyt[1][0], dyt[1][1]));
+    store(bias, c, add(load(bias, c), total));
+    // Columns: ds = dy Aᵀ (2x4).
+    let ds = dyt.map(|[y0, y1]| [y0, add(y0, y1), sub(y0, y1), neg(y1)]);
+    // Rows: dm = A ds (4x4).
+    for j in 0..4 {
+        let (s0, s1) = (ds[0][j], ds[1][j]);
+        store(m, j * cout + c, s0);
+        store(m, (4 + j) * cout + c, add(s0, s1));
+        store(m, (8 + j) * cout + c, sub(s0, s1));
+        store(m, (12 + j) * cout + c, neg(s1));
+    }
+}
+
+/// The transpose of the output transform `y = Aᵀ m A`: `A dy Aᵀ` of each
+/// tile's 2x2 output gradient (read from the padded `dy`, zero past an odd
+/// side) into `dm`, `[tile][16][channels]`; adds each output gradient to
+/// `bias` too (the bias gradient is their sum).
+#[multiversion::multiversion(targets = "simd")]
+pub(crate) fn output_transform_backward(
+    geometry: Geometry,
+    batch: usize,
+    channels: usize,
+    dy: &[f32],
+    dm: &mut [f32],
+    bias: &mut [f32],
+) {
+    let cout = channels;
+    let tiles = batch * geometry.tiles_per_position();
+    for (tile, m) in dm[..tiles * 16 * cout].chunks_exact_mut(16 * cout).enumerate() {
+        let targets = geometry.tile_outputs(tile);
+        by_lanes!(cout, |c, L| output_tile_backward::<L>(dy, &targets, cout, m, bias, c));
+    }
+}
+
+/// Zeroes `d` wherever `x` is not positive: the gradient through a ReLU
+/// whose output was `x`.
+#[multiversion::multiversion(targets = "simd")]
+pub(crate) fn relu_backward(d: &mut [f32], x: &[f32]) {
+    for (d, &x) in d.iter_mut().zip(x) {
+        if x <= 0.0 {
+            *d = 0.0;
+        }
+    }
+}
+
+/// `d += t`.
+#[multiversion::multiversion(targets = "simd")]
+pub(crate) fn add_assign(d: &mut [f32], t: &[f32]) {
+    for (d, &t) in d.iter_mut().zip(t) {
+        *d += t;
+    }
+}
+
+/// A residual block's output `relu(x + gate * y)`.
+#[multiversion::multiversion(targets = "simd")]
+pub(crate) fn residual(out: &mut [f32], x: &[f32], y: &[f32], gate: f32) {
+    for ((out, &x), &y) in out.iter_mut().zip(x).zip(y) {
+        *out = (x + gate * y).max(0.0);
+    }
+}
+
+/// Backward through `out = relu(x + gate * y)`: `d` (the gradient at
+/// `out`) becomes the gradient at `x`, `dy` receives the gradient at `y`;
+/// returns the gate's gradient.
+#[multiversion::multiversion(targets = "simd")]
+pub(crate) fn residual_backward(d: &mut [f32], out: &[f32], y: &[f32], dy: &mut [f32], gate: f32) -> f32 {
+    let n = d.len().min(out.len()).min(y.len()).min(dy.len());
+    let (d, out, y, dy) = (&mut d[..n], &out[..n], &y[..n], &mut dy[..n]);
+    // LANES partial sums, so the sum vectorizes (its order is fixed).
+    let mut sums = [0.0f32; LANES];
+    let full = n / LANES * LANES;
+    for at in (0..full).step_by(LANES) {
+        for l in 0..LANES {
+            let i = at + l;
+            let g = if out[i] > 0.0 { d[i] } else { 0.0 };
+            d[i] = g;
+            sums[l] += g * y[i];
+            dy[i] = gate * g;
+        }
+    }
+    let mut gate_grad = 0.0;
+    for i in full..n {
+        let g = if out[i] > 0.0 { d[i] } else { 0.0 };
+        d[i] = g;
+        gate_grad += g * y[i];
+        dy[i] = gate * g;
+    }
+    sums.iter().sum::<f32>() + gate_grad
+}
+
+/// A matrix read from a slice with any row and column strides.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    pub(crate) data: &'a [f32],
+    pub(crate) row_stride: usize,
+    pub(crate) col_stride: usize,
+}
+
+impl<'a> View<'a> {
+    /// A row-major matrix `cols` wide.
+    pub(crate) fn rows(data: &'a [f32], cols: usize) -> View<'a> {
+        View { data, row_stride: cols, col_stride: 1 }
+    }
+
+    /// The transpose of a row-major matrix `cols` wide.
+    pub(crate) fn transposed(data: &'a [f32], cols: usize) -> View<'a> {
+        View { data, row_stride: 1, col_stride: cols }
+    }
+
+    /// With these strides.
+    pub(crate) fn strided(data: &'a [f32], row_stride: usize, col_stride: usize) -> View<'a> {
+        View { data, row_stride, col_stride }
+    }
+
+    fn check(&self, rows: usize, cols: usize, what: &str) {
+        if rows > 0 && cols > 0 {
+            let last = (rows - 1) * self.row_stride + (cols - 1) * self.col_stride;
+            assert!(last < self.data.len(), "{what}: {rows}x{cols} matrix past its slice");
+        }
+    }
+}
+
+/// `dst = lhs x rhs` (or `dst += lhs x rhs` when `accumulate`) for an
+/// `m x k` by `k x n` product, `dst` row-major with rows `dst_row_stride`
+/// apart, on the calling thread. Every index is checked against the slices
+/// before `gemm` runs.
+pub(crate) fn matmul(
+    (m, n, k): (usize, usize, usize),
+    dst: &mut [f32],
+    dst_row_stride: usize,
+    accumulate: bool,
+    lhs: View<'_>,
+    rhs: View<'_>,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    lhs.check(m, k, "left factor");
+    rhs.check(k, n, "right factor");
+    assert!((m - 1) * dst_row_stride + n <= dst.len(), "product: {m}x{n} matrix past its slice");
+    if k == 0 {
+        if !accumulate {
+            for row in 0..m {
+                dst[row * dst_row_stride..][..n].fill(0.0);
+            }
+        }
+        return;
+    }
+    // SAFETY: every index the product touches was checked above: rows and
+    // columns of each matrix lie within its slice; `dst` is a unique borrow.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            dst_row_stride as isize,
+            accumulate,
+            lhs.data.as_ptr(),
+            lhs.col_stride as isize,
+            lhs.row_stride as isize,
+            rhs.data.as_ptr(),
+            rhs.col_stride as isize,
+            rhs.row_stride as isize,
+            if accumulate { 1.0 } else { 0.0 },
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic pseudo-random fill.
+    fn fill(n: usize, seed: u32) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (state % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn dot(a: &[f32], b: &[f32]) -> f64 {
+        a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum()
+    }
+
+    /// Each backward map is the transpose of its forward map:
+    /// `<F x, y> = <x, Fᵀ y>` for random `x` and `y`.
+    #[test]
+    fn backward_transforms_are_the_transposes_of_the_forward_ones() {
+        let (inputs, outputs) = (3, 2);
+        let g = fill(9 * inputs * outputs, 1);
+        let du = fill(16 * inputs * outputs, 2);
+        let mut u = vec![0.0; du.len()];
+        filter_transform(&g, inputs, outputs, &mut u);
+        let mut dg = vec![0.0; g.len()];
+        filter_transform_backward(&du, inputs, outputs, &mut dg);
+        assert!((dot(&u, &du) - dot(&g, &dg)).abs() < 1e-4, "filter transform");
+
+        for (rows, cols, batch) in [(4, 4, 2), (5, 3, 1), (1, 1, 3), (2, 7, 1)] {
+            let geometry = Geometry { rows, cols };
+            let padded = batch * geometry.padded_cells() * inputs;
+            let transformed = batch * geometry.tiles_per_position() * 16 * inputs;
+            // The input transform reads the ring as zeros: compare on
+            // inputs that are zero there.
+            let mut x = fill(padded, 3);
+            let (hp, wp) = geometry.padded();
+            for (i, value) in x.chunks_exact_mut(inputs).enumerate() {
+                let (row, col) = (i / wp % hp, i % wp);
+                if !((1..=rows).contains(&row) && (1..=cols).contains(&col)) {
+                    value.fill(0.0);
+                }
+            }
+            let dv = fill(transformed, 4);
+            let mut v = vec![0.0; transformed];
+            input_transform(geometry, batch, inputs, &x, &mut v);
+            let mut dx = vec![7.0; padded];
+            input_transform_backward(geometry, batch, inputs, &dv, &mut dx);
+            assert!((dot(&v, &dv) - dot(&x, &dx)).abs() < 1e-3, "{rows}x{cols}: input transform");
+
+            // Output transform: y = Aᵀ m A at the board's cells.
+            let m = fill(transformed, 5);
+            let dy = fill(padded, 6);
+            let mut dm = vec![0.0; transformed];
+            let mut bias = vec![0.0; inputs];
+            output_transform_backward(geometry, batch, inputs, &dy, &mut dm, &mut bias);
+            let mut forward = 0.0f64;
+            for (tile, mt) in m.chunks_exact(16 * inputs).enumerate() {
+                let targets = geometry.tile_outputs(tile);
+                for c in 0..inputs {
+                    let e = |k: usize| mt[k * inputs + c];
+                    let s: [[f32; 4]; 2] = std::array::from_fn(|a| {
+                        std::array::from_fn(|j| {
+                            if a == 0 { e(j) + e(4 + j) + e(8 + j) } else { e(4 + j) - e(8 + j) - e(12 + j) }
+                        })
+                    });
+                    for a in 0..2 {
+                        let y = [s[a][0] + s[a][1] + s[a][2], s[a][1] - s[a][2] - s[a][3]];
+                        for (b, value) in y.into_iter().enumerate() {
+                            if let Some(at) = targets[a][b] {
+                                forward += f64::from(value) * f64::from(dy[at * inputs + c]);
+                            }
+                        }
+                    }
+                }
+            }
+            assert!((forward - dot(&m, &dm)).abs() < 1e-3, "{rows}x{cols}: output transform");
+            // The bias gradient is the sum of the board cells' gradients.
+            let mut expected = vec![0.0f32; inputs];
+            for b in 0..batch {
+                for row in 0..rows {
+                    for col in 0..cols {
+                        let at = geometry.padded_index(b, row, col);
+                        for (c, e) in expected.iter_mut().enumerate() {
+                            *e += dy[at * inputs + c];
+                        }
+                    }
+                }
+            }
+            for (e, got) in expected.iter().zip(&bias) {
+                assert!((e - got).abs() < 1e-4, "{rows}x{cols}: bias gradient");
+            }
+        }
+    }
+
+    #[test]
+    fn products_follow_their_strides_and_refuse_to_overrun() {
+        // [2x3] x [3x2], the left factor given transposed.
+        let a_t = [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]; // a = [[1,2,3],[4,5,6]]
+        let b = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+        let mut c = [9.0; 4];
+        matmul((2, 2, 3), &mut c, 2, false, View::transposed(&a_t, 2), View::rows(&b, 2));
+        assert_eq!(c, [4.0, 5.0, 10.0, 11.0]);
+        matmul((2, 2, 3), &mut c, 2, true, View::transposed(&a_t, 2), View::rows(&b, 2));
+        assert_eq!(c, [8.0, 10.0, 20.0, 22.0]);
+        let overrun = std::panic::catch_unwind(|| {
+            let mut c = [0.0; 4];
+            matmul((2, 2, 4), &mut c, 2, false, View::rows(&a_t, 3), View::rows(&b, 2));
+        });
+        assert!(overrun.is_err());
+    }
+}
