@@ -22,7 +22,7 @@ mod winograd;
 
 use burn::tensor::Tensor;
 use gemm::Parallelism;
-use winograd::{Geometry, filter_transform, input_transform};
+use winograd::{Epilogue, Geometry, View, filter_transform, input_transform, matmul, output_transform};
 
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 use crate::model::Net;
@@ -49,18 +49,6 @@ struct Dense {
     outputs: usize,
     weights: Vec<f32>,
     bias: Vec<f32>,
-}
-
-/// Where a convolution's output goes, and what is applied on the way.
-#[derive(Clone, Copy)]
-enum Epilogue {
-    /// `relu(y)` into the padded layout.
-    Relu,
-    /// `relu(skip + gate * y)` into the padded layout: a residual block's
-    /// second convolution, `skip` being the block's input.
-    Residual { gate: f32 },
-    /// `relu(y)` into the unpadded channels-last layout.
-    ReluCompact,
 }
 
 /// The network on konane's own CPU kernels; see the module documentation.
@@ -146,74 +134,16 @@ impl WinogradConv {
 
         // One matrix product per tile element: [tiles x cin] x [cin x cout].
         for k in 0..16 {
-            // SAFETY: `transformed` and `products` were cut above to exactly
-            // `tiles` rows of 16 x cin and 16 x cout values (bounds-checked),
-            // the weights hold 16 x cin x cout; product k reads columns
-            // k*cin..(k+1)*cin of each row and writes k*cout..(k+1)*cout.
-            unsafe {
-                gemm::gemm(
-                    tiles,
-                    cout,
-                    cin,
-                    products.as_mut_ptr().add(k * cout),
-                    1,
-                    (16 * cout) as isize,
-                    false,
-                    transformed.as_ptr().add(k * cin),
-                    1,
-                    (16 * cin) as isize,
-                    self.weights.as_ptr().add(k * cin * cout),
-                    1,
-                    cout as isize,
-                    0.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    Parallelism::None,
-                );
-            }
+            matmul(
+                (tiles, cout, cin),
+                &mut products[k * cout..],
+                16 * cout,
+                false,
+                View::strided(&transformed[k * cin..], 16 * cin, 1),
+                View::rows(&self.weights[k * cin * cout..(k + 1) * cin * cout], cout),
+            );
         }
-
-        // Output transform Aᵀ m A, bias and epilogue.
-        let (rows, cols) = (geometry.rows, geometry.cols);
-        for (tile, m) in products.chunks_exact(16 * cout).enumerate() {
-            let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
-            // Where each of the tile's 2x2 outputs goes, found once for all
-            // channels (`None`: past the last row or column of an odd side).
-            let targets: [[Option<usize>; 2]; 2] = std::array::from_fn(|oi| {
-                std::array::from_fn(|oj| {
-                    let (y, x) = (2 * ty + oi, 2 * tx + oj);
-                    (y < rows && x < cols).then(|| match epilogue {
-                        Epilogue::ReluCompact => ((b * rows + y) * cols + x) * cout,
-                        Epilogue::Relu | Epilogue::Residual { .. } => geometry.padded_index(b, y, x) * cout,
-                    })
-                })
-            });
-            for o in 0..cout {
-                let e = |k: usize| m[k * cout + o];
-                // Rows: s = Aᵀ m (2x4).
-                let mut s = [[0.0f32; 4]; 2];
-                #[allow(clippy::needless_range_loop)] // j indexes the tile's columns in several arrays
-                for j in 0..4 {
-                    let (m0, m1, m2, m3) = (e(j), e(4 + j), e(8 + j), e(12 + j));
-                    s[0][j] = m0 + m1 + m2;
-                    s[1][j] = m1 - m2 - m3;
-                }
-                // Columns: y = s A, then the bias and the epilogue.
-                for (si, row) in s.iter().zip(&targets) {
-                    let outputs = [si[0] + si[1] + si[2], si[1] - si[2] - si[3]];
-                    for (value, target) in outputs.into_iter().zip(row) {
-                        let Some(at) = target.map(|t| t + o) else { continue };
-                        let value = value + self.bias[o];
-                        destination[at] = match epilogue {
-                            Epilogue::Relu | Epilogue::ReluCompact => value.max(0.0),
-                            Epilogue::Residual { gate } => (skip[at] + gate * value).max(0.0),
-                        };
-                    }
-                }
-            }
-        }
+        output_transform(geometry, batch, cout, products, &self.bias, epilogue, skip, destination);
     }
 }
 

@@ -25,8 +25,9 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Tensor, TensorData};
 
 use super::winograd::{
-    Geometry, View, add_assign, filter_transform, filter_transform_backward, input_transform, input_transform_backward,
-    matmul, output_transform, output_transform_backward, relu_backward, residual, residual_backward,
+    Epilogue, Geometry, View, add_assign, filter_transform, filter_transform_backward, input_transform,
+    input_transform_backward, matmul, output_transform, output_transform_backward, relu_backward, residual,
+    residual_backward,
 };
 use crate::checkpoint::CheckpointError;
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
@@ -402,7 +403,8 @@ impl Model<'_> {
                 View::rows(&u[k * cin * cout..(k + 1) * cin * cout], cout),
             );
         }
-        output_transform(geometry, batch, cout, products, bias, relu, destination);
+        let epilogue = if relu { Epilogue::Relu } else { Epilogue::Raw };
+        output_transform(geometry, batch, cout, products, bias, epilogue, &[], destination);
     }
 
     /// Adds the filter and bias gradients of `conv` given its input

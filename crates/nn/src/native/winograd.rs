@@ -73,6 +73,18 @@ impl Geometry {
         })
     }
 
+    /// As [`Geometry::tile_outputs`], in the unpadded layout.
+    pub(crate) fn tile_outputs_compact(self, tile: usize) -> [[Option<usize>; 2]; 2] {
+        let (th, tw) = self.tiles();
+        let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
+        std::array::from_fn(|oi| {
+            std::array::from_fn(|oj| {
+                let (y, x) = (2 * ty + oi, 2 * tx + oj);
+                (y < self.rows && x < self.cols).then(|| (b * self.rows + y) * self.cols + x)
+            })
+        })
+    }
+
     /// Padded index of the top-left cell of tile `tile`'s 4x4 input patch.
     fn patch_corner(self, tile: usize) -> usize {
         let (th, tw) = self.tiles();
@@ -254,15 +266,32 @@ pub(crate) fn input_transform_backward(geometry: Geometry, batch: usize, channel
     }
 }
 
-/// `Aᵀ m A` plus the bias (then ReLU if asked) of one tile for channels
+/// What an output transform does with each value `y` (bias included) on
+/// its way out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Epilogue {
+    /// `y` into the padded layout.
+    Raw,
+    /// `relu(y)` into the padded layout.
+    Relu,
+    /// `relu(skip + gate * y)` into the padded layout: a residual block's
+    /// second convolution, `skip` being the block's input.
+    Residual { gate: f32 },
+    /// `relu(y)` into the unpadded channels-last layout.
+    ReluCompact,
+}
+
+/// `Aᵀ m A` plus the bias, through the epilogue, of one tile for channels
 /// `c..c + L`, into the cells `targets` names.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn output_tile<const L: usize>(
     m: &[f32],
     cout: usize,
     bias: &[f32],
-    relu: bool,
+    epilogue: Epilogue,
     targets: &[[Option<usize>; 2]; 2],
+    skip: &[f32],
     destination: &mut [f32],
     c: usize,
 ) {
@@ -275,20 +304,30 @@ fn output_tile<const L: usize>(
         s[1][j] = sub(sub(m1, m2), m3);
     }
     let bias = load::<L>(bias, c);
-    // Columns: y = s A, then the bias.
+    // Columns: y = s A, then the bias and the epilogue.
     for (si, row) in s.iter().zip(targets) {
         let outputs = [add(add(si[0], si[1]), si[2]), sub(sub(si[1], si[2]), si[3])];
         for (value, target) in outputs.into_iter().zip(row) {
             if let Some(at) = target {
+                let at = at * cout + c;
                 let value = add(value, bias);
-                store(destination, at * cout + c, if relu { value.map(|x| x.max(0.0)) } else { value });
+                let value = match epilogue {
+                    Epilogue::Raw => value,
+                    Epilogue::Relu | Epilogue::ReluCompact => value.map(|x| x.max(0.0)),
+                    Epilogue::Residual { gate } => {
+                        let skip = load::<L>(skip, at);
+                        std::array::from_fn(|l| (skip[l] + gate * value[l]).max(0.0))
+                    }
+                };
+                store(destination, at, value);
             }
         }
     }
 }
 
-/// `y = Aᵀ m A + bias` of every tile of `m` (`[tile][16][channels]`) into
-/// the board cells of the padded `destination`, through a ReLU if `relu`.
+/// `y = Aᵀ m A + bias` of every tile of `m` (`[tile][16][channels]`)
+/// through `epilogue` into the board cells of `destination` (padded, or
+/// compact for [`Epilogue::ReluCompact`]); `skip` is the residual input.
 #[multiversion::multiversion(targets = "simd")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn output_transform(
@@ -297,14 +336,19 @@ pub(crate) fn output_transform(
     channels: usize,
     m: &[f32],
     bias: &[f32],
-    relu: bool,
+    epilogue: Epilogue,
+    skip: &[f32],
     destination: &mut [f32],
 ) {
     let cout = channels;
     let tiles = batch * geometry.tiles_per_position();
     for (tile, m) in m[..tiles * 16 * cout].chunks_exact(16 * cout).enumerate() {
-        let targets = geometry.tile_outputs(tile);
-        by_lanes!(cout, |c, L| output_tile::<L>(m, cout, bias, relu, &targets, destination, c));
+        let targets = if epilogue == Epilogue::ReluCompact {
+            geometry.tile_outputs_compact(tile)
+        } else {
+            geometry.tile_outputs(tile)
+        };
+        by_lanes!(cout, |c, L| output_tile::<L>(m, cout, bias, epilogue, &targets, skip, destination, c));
     }
 }
 
