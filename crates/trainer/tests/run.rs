@@ -292,6 +292,16 @@ fn resuming_with_a_changed_config_needs_override() {
     let mut stored = changed;
     stored.iterations = 2;
     assert_eq!(TrainConfig::load(&dir.join("config.toml")).unwrap(), stored);
+    // The training engine cannot change: its optimizer state is in its own
+    // format. The run is left as it was.
+    let mut other_engine = stored.clone();
+    other_engine.backend = konane_nn::Backend::Flex;
+    let refused =
+        train(TrainOptions { config: Some(other_engine), overrides: vec!["backend".into()], ..resume_options(&dir) })
+            .unwrap_err()
+            .to_string();
+    assert!(refused.contains("backend") && refused.contains("optimizer state"), "{refused}");
+    assert_eq!(TrainConfig::load(&dir.join("config.toml")).unwrap(), stored);
 }
 
 #[test]
