@@ -5,10 +5,9 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::Context;
-use konane_nn::train::{Learner, LearnerConfig, Sample};
+use konane_nn::train::{Learner, LearnerConfig, benchmark_batch};
 use konane_nn::{Backend, NetConfig, init_net};
 use konane_rules::Size;
-use konane_rules::sample::cycled_positions;
 
 /// Arguments of `konane bench-train`.
 #[derive(clap::Args)]
@@ -51,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ..default
     };
     config.validate().context("--blocks/--channels")?;
-    let samples = samples(size, args.batch as usize);
+    let samples = benchmark_batch(size, args.batch as usize);
     anyhow::ensure!(!samples.is_empty(), "a {size} board has no positions with a legal move to train on");
     let flop = 2.0 * 3.0 * config.multiply_adds(size.rows(), size.cols()) as f64;
     let mut out = super::stdout();
@@ -84,20 +83,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out, "threads {threads}: {rate:.0} samples/s = {:.1} GFLOP/s", rate * flop / 1e9)?;
     }
     Ok(())
-}
-
-/// `n` positions of `size` with a legal move, each with a target spread
-/// over its moves and a value in [-1, 1].
-fn samples(size: Size, n: usize) -> Vec<Sample> {
-    cycled_positions(size, n)
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, position)| {
-            let moves = position.moves();
-            let weights: Vec<f32> = (0..moves.len()).map(|j| ((i + j) % 4) as f32 + 1.0).collect();
-            let total: f32 = weights.iter().sum();
-            let policy: Vec<_> = moves.iter().zip(&weights).map(|(&mv, w)| (mv, w / total)).collect();
-            (!policy.is_empty()).then(|| Sample { position, policy, value: if i % 2 == 0 { 0.5 } else { -0.5 } })
-        })
-        .collect()
 }

@@ -7,30 +7,14 @@
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use konane_nn::train::{Learner, LearnerConfig, Sample};
+use konane_nn::train::{Learner, LearnerConfig, benchmark_batch};
 use konane_nn::{Backend, NetConfig, init_net};
 use konane_rules::Size;
-use konane_rules::sample::cycled_positions;
-
-/// `n` positions with a legal move, a target spread over their moves and a
-/// value, as `konane bench-train` steps on.
-fn samples(size: Size, n: usize) -> Vec<Sample> {
-    cycled_positions(size, n)
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, position)| {
-            let moves = position.moves();
-            let total = moves.len() as f32;
-            let policy: Vec<_> = moves.iter().map(|&mv| (mv, 1.0 / total)).collect();
-            (!policy.is_empty()).then(|| Sample { position, policy, value: if i % 2 == 0 { 0.5 } else { -0.5 } })
-        })
-        .collect()
-}
 
 fn bench_training(c: &mut Criterion) {
     let config = NetConfig::new();
     let size: Size = "8x8".parse().unwrap();
-    let batch = samples(size, 256);
+    let batch = benchmark_batch(size, 256);
     let mut group = c.benchmark_group(format!("train-{}", config.name()));
     group.sample_size(10).measurement_time(Duration::from_secs(6));
     group.throughput(Throughput::Elements(batch.len() as u64));

@@ -13,6 +13,7 @@ use burn::module::Module;
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer, SgdConfig, momentum::MomentumConfig};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor, TensorData};
+use konane_rules::sample::cycled_positions;
 use konane_rules::{Move, MoveList, Position, Size};
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +34,24 @@ pub struct Sample {
     pub policy: Vec<(Move, f32)>,
     /// Target value for the side to move.
     pub value: f32,
+}
+
+/// `n` positions of `size` (from played games, [`cycled_positions`]) with a
+/// legal move, each with a target spread unevenly over its moves and a value
+/// of ±0.5: the fixed batch `konane bench-train` and the training bench
+/// step on, shaped like a replay window's.
+pub fn benchmark_batch(size: Size, n: usize) -> Vec<Sample> {
+    cycled_positions(size, n)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, position)| {
+            let moves = position.moves();
+            let weights: Vec<f32> = (0..moves.len()).map(|j| ((i + j) % 4) as f32 + 1.0).collect();
+            let total: f32 = weights.iter().sum();
+            let policy: Vec<_> = moves.iter().zip(&weights).map(|(&mv, w)| (mv, w / total)).collect();
+            (!policy.is_empty()).then(|| Sample { position, policy, value: if i % 2 == 0 { 0.5 } else { -0.5 } })
+        })
+        .collect()
 }
 
 /// Which optimizer trains the network.

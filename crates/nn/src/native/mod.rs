@@ -22,7 +22,7 @@ mod winograd;
 
 use burn::tensor::Tensor;
 use gemm::Parallelism;
-use winograd::{Epilogue, Geometry, View, filter_transform, input_transform, matmul, output_transform};
+use winograd::{Epilogue, Geometry, convolve, filter_transform};
 
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 use crate::model::Net;
@@ -124,26 +124,9 @@ impl WinogradConv {
         products: &mut [f32],
         epilogue: Epilogue,
     ) {
-        let (cin, cout) = (self.inputs, self.outputs);
-        let (th, tw) = geometry.tiles();
-        let tiles = batch * th * tw;
-        let transformed = &mut transformed[..tiles * 16 * cin];
-        let products = &mut products[..tiles * 16 * cout];
-
-        input_transform(geometry, batch, cin, source, transformed);
-
-        // One matrix product per tile element: [tiles x cin] x [cin x cout].
-        for k in 0..16 {
-            matmul(
-                (tiles, cout, cin),
-                &mut products[k * cout..],
-                16 * cout,
-                false,
-                View::strided(&transformed[k * cin..], 16 * cin, 1),
-                View::rows(&self.weights[k * cin * cout..(k + 1) * cin * cout], cout),
-            );
-        }
-        output_transform(geometry, batch, cout, products, &self.bias, epilogue, skip, destination);
+        let shape = (self.inputs, self.outputs);
+        let scratch = (transformed, products);
+        convolve((geometry, batch), shape, (&self.weights, &self.bias), source, scratch, epilogue, skip, destination);
     }
 }
 

@@ -25,9 +25,8 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Tensor, TensorData};
 
 use super::winograd::{
-    Epilogue, Geometry, View, add_assign, filter_transform, filter_transform_backward, input_transform,
-    input_transform_backward, matmul, output_transform, output_transform_backward, relu_backward, residual,
-    residual_backward,
+    Epilogue, Geometry, View, add_assign, convolve, filter_transform, filter_transform_backward, input_transform,
+    input_transform_backward, matmul, output_transform_backward, relu_backward, residual, residual_backward,
 };
 use crate::checkpoint::CheckpointError;
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
@@ -388,23 +387,10 @@ impl Model<'_> {
         relu: bool,
         (transformed, products): (&mut [f32], &mut [f32]),
     ) {
-        let (cin, cout) = (conv.inputs, conv.outputs);
-        let u = &self.weights[conv.weight];
-        let bias = &self.weights[conv.bias];
-        let tiles = batch * geometry.tiles_per_position();
-        input_transform(geometry, batch, cin, source, transformed);
-        for k in 0..16 {
-            matmul(
-                (tiles, cout, cin),
-                &mut products[k * cout..],
-                16 * cout,
-                false,
-                View::strided(&transformed[k * cin..], 16 * cin, 1),
-                View::rows(&u[k * cin * cout..(k + 1) * cin * cout], cout),
-            );
-        }
+        let weights = (&self.weights[conv.weight][..], &self.weights[conv.bias][..]);
         let epilogue = if relu { Epilogue::Relu } else { Epilogue::Raw };
-        output_transform(geometry, batch, cout, products, bias, epilogue, &[], destination);
+        let scratch = (transformed, products);
+        convolve((geometry, batch), (conv.inputs, conv.outputs), weights, source, scratch, epilogue, &[], destination);
     }
 
     /// Adds the filter and bias gradients of `conv` given its input

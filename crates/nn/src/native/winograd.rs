@@ -456,6 +456,36 @@ pub(crate) fn residual_backward(d: &mut [f32], out: &[f32], y: &[f32], dy: &mut 
     sums.iter().sum::<f32>() + gate_grad
 }
 
+/// A whole 3x3 convolution forward: input transform, one product per tile
+/// element (`[tiles x inputs] x [inputs x outputs]` against the transformed
+/// filter `u`), output transform with the bias and `epilogue`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn convolve(
+    (geometry, batch): (Geometry, usize),
+    (inputs, outputs): (usize, usize),
+    (u, bias): (&[f32], &[f32]),
+    source: &[f32],
+    (transformed, products): (&mut [f32], &mut [f32]),
+    epilogue: Epilogue,
+    skip: &[f32],
+    destination: &mut [f32],
+) {
+    let (cin, cout) = (inputs, outputs);
+    let tiles = batch * geometry.tiles_per_position();
+    input_transform(geometry, batch, cin, source, transformed);
+    for k in 0..16 {
+        matmul(
+            (tiles, cout, cin),
+            &mut products[k * cout..],
+            16 * cout,
+            false,
+            View::strided(&transformed[k * cin..], 16 * cin, 1),
+            View::rows(&u[k * cin * cout..(k + 1) * cin * cout], cout),
+        );
+    }
+    output_transform(geometry, batch, cout, products, bias, epilogue, skip, destination);
+}
+
 /// A matrix read from a slice with any row and column strides.
 #[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
