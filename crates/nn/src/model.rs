@@ -231,16 +231,15 @@ impl Net {
         self.visit(&mut Touch);
     }
 
-    /// The first parameter holding a NaN or an infinity, by its path in
-    /// the module (`blocks.2.first.weight`); `None` if every one is finite.
-    /// A diverged training step shows here before any output does.
-    pub fn non_finite_parameter(&self) -> Option<String> {
+    /// Every float parameter in burn's visiting order: its path in the
+    /// module (`blocks.2.first.weight`), its shape and its values.
+    pub(crate) fn parameters(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
         #[derive(Default)]
-        struct Finite {
+        struct Reader {
             path: Vec<String>,
-            first_bad: Option<String>,
+            out: Vec<(String, Vec<usize>, Vec<f32>)>,
         }
-        impl ModuleVisitor for Finite {
+        impl ModuleVisitor for Reader {
             fn enter_module(&mut self, name: &str, _: &str) {
                 self.path.push(name.to_string());
             }
@@ -248,18 +247,25 @@ impl Net {
                 self.path.pop();
             }
             fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-                if self.first_bad.is_some() {
-                    return;
-                }
-                let data = param.val().into_data();
-                if !data.iter::<f32>().all(f32::is_finite) {
-                    self.first_bad = Some(self.path.join("."));
-                }
+                let tensor = param.val();
+                let shape = tensor.dims().to_vec();
+                let values = tensor.into_data().try_to_vec::<f32>().expect("f32 parameters");
+                self.out.push((self.path.join("."), shape, values));
             }
         }
-        let mut finite = Finite::default();
-        self.visit(&mut finite);
-        finite.first_bad
+        let mut reader = Reader::default();
+        self.visit(&mut reader);
+        reader.out
+    }
+
+    /// The first parameter holding a NaN or an infinity, by its path in
+    /// the module (`blocks.2.first.weight`); `None` if every one is finite.
+    /// A diverged training step shows here before any output does.
+    pub fn non_finite_parameter(&self) -> Option<String> {
+        self.parameters()
+            .into_iter()
+            .find(|(_, _, values)| !values.iter().all(|x| x.is_finite()))
+            .map(|(path, ..)| path)
     }
 
     /// `planes`: `[batch, INPUT_PLANES, rows, cols]`, all of one board size.

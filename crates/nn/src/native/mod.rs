@@ -12,7 +12,8 @@
 //! that the transforms are plain loops and no layer copies its input.
 //!
 //! The weights are the burn network's own (read once from its parameters),
-//! so every checkpoint runs here unchanged; training stays in burn.
+//! so every checkpoint runs here unchanged; training runs on the same
+//! kernels ([`train`]).
 //! Outputs match [`Net::forward`] to float rounding (tests below). Our
 //! buffers are kept between calls and only grow; `gemm` still allocates its
 //! small packing buffers inside each product.
@@ -21,8 +22,7 @@ pub mod train;
 mod winograd;
 
 use burn::tensor::Tensor;
-use gemm::Parallelism;
-use winograd::{Epilogue, Geometry, convolve, filter_transform};
+use winograd::{Epilogue, Geometry, View, convolve, filter_transform, grow, matmul, transpose};
 
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 use crate::model::Net;
@@ -134,13 +134,8 @@ impl Dense {
     fn conv(conv: &burn::nn::conv::Conv2d) -> Dense {
         let [outputs, inputs, kh, kw] = conv.weight.dims();
         assert!([kh, kw] == [1, 1] && conv.groups == 1, "a dense layer is an ungrouped 1x1 convolution");
-        let w = values_of(conv.weight.val()); // [outputs][inputs]
         let mut weights = vec![0.0; inputs * outputs];
-        for o in 0..outputs {
-            for i in 0..inputs {
-                weights[i * outputs + o] = w[o * inputs + i];
-            }
-        }
+        transpose(&values_of(conv.weight.val()), outputs, inputs, &mut weights);
         let bias = conv.bias.as_ref().map_or_else(|| vec![0.0; outputs], |b| values_of(b.val()));
         Dense { inputs, outputs, weights, bias }
     }
@@ -158,32 +153,14 @@ impl Dense {
         for row in destination.chunks_exact_mut(outputs) {
             row.copy_from_slice(&self.bias);
         }
-        assert!(source.len() >= rows * inputs);
-        // SAFETY: `source` holds rows x inputs values, `destination` rows x
-        // outputs, the weights inputs x outputs, all row-major.
-        unsafe {
-            gemm::gemm(
-                rows,
-                outputs,
-                inputs,
-                destination.as_mut_ptr(),
-                1,
-                outputs as isize,
-                true,
-                source.as_ptr(),
-                1,
-                inputs as isize,
-                self.weights.as_ptr(),
-                1,
-                outputs as isize,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                Parallelism::None,
-            );
-        }
+        matmul(
+            (rows, outputs, inputs),
+            destination,
+            outputs,
+            true,
+            View::rows(source, inputs),
+            View::rows(&self.weights, outputs),
+        );
     }
 }
 
@@ -262,14 +239,7 @@ impl NativeNet {
         self.prepare(geometry, batch);
         let s = &mut self.scratch;
 
-        for b in 0..batch {
-            for plane in 0..INPUT_PLANES {
-                let source = &planes[(b * INPUT_PLANES + plane) * cells..][..cells];
-                for (cell, &value) in source.iter().enumerate() {
-                    s.input[geometry.padded_index(b, cell / cols, cell % cols) * INPUT_PLANES + plane] = value;
-                }
-            }
-        }
+        geometry.pad_planes(batch, planes, &mut s.input);
         let (t, p) = (&mut s.transformed, &mut s.products);
         self.stem.forward(geometry, batch, &s.input, &[], &mut s.current, t, p, Epilogue::Relu);
         for (first, second, gate) in &self.blocks {
@@ -353,14 +323,6 @@ impl NativeNet {
         grow(&mut s.value_planes, batch * geometry.padded_cells() * self.value_conv.outputs);
         grow(&mut s.pooled, 2 * self.value_conv.outputs);
         grow(&mut s.hidden, self.value_hidden.outputs);
-    }
-}
-
-/// Grows `buffer` to at least `len` values (never shrinks: no reallocation
-/// once the largest call has been seen).
-fn grow(buffer: &mut Vec<f32>, len: usize) {
-    if buffer.len() < len {
-        buffer.resize(len, 0.0);
     }
 }
 

@@ -21,12 +21,12 @@
 use std::ops::Range;
 use std::path::Path;
 
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::{Tensor, TensorData};
 
 use super::winograd::{
-    Epilogue, Geometry, View, add_assign, convolve, filter_transform, filter_transform_backward, input_transform,
-    input_transform_backward, matmul, output_transform_backward, relu_backward, residual, residual_backward,
+    Epilogue, Geometry, View, add_assign, convolve, filter_transform, filter_transform_backward, grow, input_transform,
+    input_transform_backward, matmul, output_transform_backward, relu_backward, residual, residual_backward, transpose,
 };
 use crate::checkpoint::CheckpointError;
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
@@ -43,29 +43,8 @@ struct Parameters {
 
 impl Parameters {
     fn read(net: &Net) -> Parameters {
-        #[derive(Default)]
-        struct Reader {
-            path: Vec<String>,
-            out: Vec<(String, Vec<usize>, Vec<f32>)>,
-        }
-        impl ModuleVisitor for Reader {
-            fn enter_module(&mut self, name: &str, _: &str) {
-                self.path.push(name.to_string());
-            }
-            fn exit_module(&mut self, _: &str, _: &str) {
-                self.path.pop();
-            }
-            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-                let tensor = param.val();
-                let shape = tensor.dims().to_vec();
-                let values = tensor.into_data().try_to_vec::<f32>().expect("f32 parameters");
-                self.out.push((self.path.join("."), shape, values));
-            }
-        }
-        let mut reader = Reader::default();
-        net.visit(&mut reader);
         let mut parameters = Parameters { paths: Vec::new(), shapes: Vec::new(), values: Vec::new() };
-        for (path, shape, values) in reader.out {
+        for (path, shape, values) in net.parameters() {
             parameters.paths.push(path);
             parameters.shapes.push(shape);
             parameters.values.push(values);
@@ -180,25 +159,19 @@ impl Layout {
                 })
             })
             .collect::<Vec<_>>();
-        let stem = conv3("stem");
-        let policy_hidden = conv3("policy_hidden");
-        let convs = [stem, policy_hidden].into_iter().chain(blocks.iter().flat_map(|(a, b, _)| [*a, *b]));
-        let widest = convs.map(|c| c.inputs.max(c.outputs)).max().expect("a stem");
         let mut layout = Layout {
-            stem,
+            stem: conv3("stem"),
             blocks,
-            policy_hidden,
+            policy_hidden: conv3("policy_hidden"),
             policy_out: conv1("policy_out"),
             value_conv: conv1("value_conv"),
             value_hidden: linear("value_hidden"),
             value_out: linear("value_out"),
-            widest,
+            widest: 0,
             kinds: vec![Kind::Same; parameters.values.len()],
         };
-        let convs: Vec<Conv3> = [layout.stem, layout.policy_hidden]
-            .into_iter()
-            .chain(layout.blocks.iter().flat_map(|(a, b, _)| [*a, *b]))
-            .collect();
+        let convs: Vec<Conv3> = layout.convolutions().collect();
+        layout.widest = convs.iter().map(|c| c.inputs.max(c.outputs)).max().expect("a stem");
         for conv in convs {
             layout.kinds[conv.weight] = Kind::Winograd { inputs: conv.inputs, outputs: conv.outputs };
         }
@@ -206,6 +179,11 @@ impl Layout {
             layout.kinds[dense.weight] = Kind::Transposed { inputs: dense.inputs, outputs: dense.outputs };
         }
         layout
+    }
+
+    /// Every 3x3 convolution.
+    fn convolutions(&self) -> impl Iterator<Item = Conv3> + '_ {
+        [self.stem, self.policy_hidden].into_iter().chain(self.blocks.iter().flat_map(|(a, b, _)| [*a, *b]))
     }
 
     /// The native layout of burn-layout `values`.
@@ -218,11 +196,7 @@ impl Layout {
                 }
                 Kind::Transposed { inputs, outputs } => {
                     out.resize(inputs * outputs, 0.0);
-                    for o in 0..outputs {
-                        for i in 0..inputs {
-                            out[i * outputs + o] = value[o * inputs + i];
-                        }
-                    }
+                    transpose(value, outputs, inputs, out);
                 }
                 Kind::Same => {
                     out.clear();
@@ -241,13 +215,7 @@ impl Layout {
                     out.fill(0.0);
                     filter_transform_backward(grad, inputs, outputs, out);
                 }
-                Kind::Transposed { inputs, outputs } => {
-                    for o in 0..outputs {
-                        for i in 0..inputs {
-                            out[o * inputs + i] = grad[i * outputs + o];
-                        }
-                    }
-                }
+                Kind::Transposed { inputs, outputs } => transpose(grad, inputs, outputs, out),
                 Kind::Same => out.copy_from_slice(grad),
             }
         }
@@ -285,13 +253,12 @@ impl Slot {
     }
 }
 
-/// One thread's buffers for a chunk. Padded buffers keep zero rings for as
-/// long as the board size stays the same: forward passes write board cells
-/// only, or values that are zero on the ring.
+/// One thread's buffers for a chunk. The padded activations keep zero rings
+/// for as long as the board size stays the same: forward passes write board
+/// cells only, or values that are zero on the ring.
 #[derive(Default)]
 struct Workspace {
     geometry: Geometry,
-    capacity: usize,
     input: Vec<f32>,
     /// The tower's activations: the stem's output, then each block's.
     acts: Vec<Vec<f32>>,
@@ -319,54 +286,54 @@ struct Workspace {
     d_out: Vec<f32>,
 }
 
-fn sized(buffer: &mut Vec<f32>, len: usize, clear: bool) {
-    if clear {
-        buffer.clear();
-    }
-    if buffer.len() < len {
-        buffer.resize(len, 0.0);
-    }
-}
-
 impl Workspace {
     fn prepare(&mut self, layout: &Layout, geometry: Geometry, batch: usize) {
-        let fresh = self.geometry != geometry || self.capacity < batch;
-        if fresh {
-            self.geometry = geometry;
-            self.capacity = batch;
-        }
-        let padded = self.capacity * geometry.padded_cells();
+        let padded = batch * geometry.padded_cells();
         let channels = layout.stem.outputs;
         let blocks = layout.blocks.len();
-        sized(&mut self.input, padded * INPUT_PLANES, fresh);
         self.acts.resize_with(blocks + 1, Vec::new);
         self.hidden.resize_with(blocks, Vec::new);
         self.branch.resize_with(blocks, Vec::new);
-        for buffer in self.acts.iter_mut().chain(&mut self.hidden).chain(&mut self.branch) {
-            sized(buffer, padded * channels, fresh);
+        // The convolutions' inputs (and the branches that make the next
+        // block's input) need zero rings: cleared when the size changes.
+        if self.geometry != geometry {
+            self.geometry = geometry;
+            for buffer in
+                [&mut self.input].into_iter().chain(&mut self.acts).chain(&mut self.hidden).chain(&mut self.branch)
+            {
+                buffer.clear();
+            }
         }
-        sized(&mut self.policy_hidden, padded * layout.policy_hidden.outputs, fresh);
-        sized(&mut self.logits, padded * MOVE_KINDS, fresh);
-        sized(&mut self.value_planes, padded * layout.value_conv.outputs, fresh);
-        let v = layout.value_conv.outputs;
-        sized(&mut self.pooled, batch * 2 * v, false);
+        grow(&mut self.input, padded * INPUT_PLANES);
+        for buffer in self.acts.iter_mut().chain(&mut self.hidden).chain(&mut self.branch) {
+            grow(buffer, padded * channels);
+        }
+        let (p, v, h) = (layout.policy_hidden.outputs, layout.value_conv.outputs, layout.value_hidden.outputs);
+        let tiles = batch * geometry.tiles_per_position();
+        for (buffer, len) in [
+            (&mut self.policy_hidden, padded * p),
+            (&mut self.logits, padded * MOVE_KINDS),
+            (&mut self.value_planes, padded * v),
+            (&mut self.pooled, batch * 2 * v),
+            (&mut self.value_hidden, batch * h),
+            (&mut self.values, batch),
+            (&mut self.transformed, tiles * 16 * layout.widest),
+            (&mut self.products, tiles * 16 * layout.widest),
+            (&mut self.d_act, padded * channels),
+            (&mut self.d_tmp, padded * channels),
+            (&mut self.d_hidden, padded * channels),
+            (&mut self.d_policy_hidden, padded * p),
+            (&mut self.d_logits, padded * MOVE_KINDS),
+            (&mut self.d_value_planes, padded * v),
+            (&mut self.d_pooled, batch * 2 * v),
+            (&mut self.d_value_hidden, batch * h),
+            (&mut self.d_out, batch),
+        ] {
+            grow(buffer, len);
+        }
         if self.argmax.len() < batch * v {
             self.argmax.resize(batch * v, 0);
         }
-        sized(&mut self.value_hidden, batch * layout.value_hidden.outputs, false);
-        sized(&mut self.values, batch, false);
-        let tiles = batch * geometry.tiles_per_position();
-        sized(&mut self.transformed, tiles * 16 * layout.widest, false);
-        sized(&mut self.products, tiles * 16 * layout.widest, false);
-        for buffer in [&mut self.d_act, &mut self.d_tmp, &mut self.d_hidden] {
-            sized(buffer, padded * channels, false);
-        }
-        sized(&mut self.d_policy_hidden, padded * layout.policy_hidden.outputs, false);
-        sized(&mut self.d_logits, padded * MOVE_KINDS, false);
-        sized(&mut self.d_value_planes, padded * v, false);
-        sized(&mut self.d_pooled, batch * 2 * v, false);
-        sized(&mut self.d_value_hidden, batch * layout.value_hidden.outputs, false);
-        sized(&mut self.d_out, batch, false);
     }
 }
 
@@ -516,14 +483,8 @@ impl Model<'_> {
         let shape = (geometry, batch);
         let rows_padded = batch * geometry.padded_cells();
 
-        for b in 0..batch {
-            let planes = &data.planes[(range.start + b) * INPUT_PLANES * cells..][..INPUT_PLANES * cells];
-            for (plane, values) in planes.chunks_exact(cells).enumerate() {
-                for (cell, &value) in values.iter().enumerate() {
-                    ws.input[geometry.padded_index(b, cell / cols, cell % cols) * INPUT_PLANES + plane] = value;
-                }
-            }
-        }
+        let planes = &data.planes[range.start * INPUT_PLANES * cells..range.end * INPUT_PLANES * cells];
+        geometry.pad_planes(batch, planes, &mut ws.input);
 
         // Forward, keeping every activation.
         let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
@@ -936,6 +897,7 @@ mod tests {
     use crate::init_net;
     use crate::model::NetConfig;
     use crate::train::{Learner, Sample};
+    use burn::module::ModuleVisitor;
     use burn::optim::GradientsParams;
     use burn::tensor::Device;
     use burn::tensor::activation::log_softmax;

@@ -15,6 +15,8 @@
 
 use gemm::Parallelism;
 
+use crate::encoding::INPUT_PLANES;
+
 /// `G`, 4x3: the filter transform.
 const G: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]];
 
@@ -60,37 +62,62 @@ impl Geometry {
         (b * hp + row + 1) * wp + col + 1
     }
 
-    /// Where tile `tile`'s 2x2 outputs are in the padded layout (`None`:
-    /// past the last row or column of an odd side).
-    pub(crate) fn tile_outputs(self, tile: usize) -> [[Option<usize>; 2]; 2] {
+    /// Position, tile row and tile column of tile `tile`.
+    fn tile_position(self, tile: usize) -> (usize, usize, usize) {
         let (th, tw) = self.tiles();
-        let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
-        std::array::from_fn(|oi| {
-            std::array::from_fn(|oj| {
-                let (y, x) = (2 * ty + oi, 2 * tx + oj);
-                (y < self.rows && x < self.cols).then(|| self.padded_index(b, y, x))
-            })
-        })
+        (tile / (th * tw), tile / tw % th, tile % tw)
     }
 
-    /// As [`Geometry::tile_outputs`], in the unpadded layout.
-    pub(crate) fn tile_outputs_compact(self, tile: usize) -> [[Option<usize>; 2]; 2] {
-        let (th, tw) = self.tiles();
-        let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
+    /// Where tile `tile`'s 2x2 outputs are, in the padded layout or (with
+    /// `compact`) the unpadded one; `None` past the last row or column of an
+    /// odd side.
+    pub(crate) fn tile_outputs(self, tile: usize, compact: bool) -> [[Option<usize>; 2]; 2] {
+        let (b, ty, tx) = self.tile_position(tile);
         std::array::from_fn(|oi| {
             std::array::from_fn(|oj| {
                 let (y, x) = (2 * ty + oi, 2 * tx + oj);
-                (y < self.rows && x < self.cols).then(|| (b * self.rows + y) * self.cols + x)
+                (y < self.rows && x < self.cols)
+                    .then(|| if compact { (b * self.rows + y) * self.cols + x } else { self.padded_index(b, y, x) })
             })
         })
     }
 
     /// Padded index of the top-left cell of tile `tile`'s 4x4 input patch.
     fn patch_corner(self, tile: usize) -> usize {
-        let (th, tw) = self.tiles();
         let (hp, wp) = self.padded();
-        let (b, ty, tx) = (tile / (th * tw), tile / tw % th, tile % tw);
+        let (b, ty, tx) = self.tile_position(tile);
         (b * hp + 2 * ty) * wp + 2 * tx
+    }
+
+    /// Writes `batch` positions' input planes (`[batch][INPUT_PLANES][cells]`)
+    /// into the board cells of the padded channels-last `input`.
+    pub(crate) fn pad_planes(self, batch: usize, planes: &[f32], input: &mut [f32]) {
+        let cells = self.cells();
+        for b in 0..batch {
+            let position = &planes[b * INPUT_PLANES * cells..][..INPUT_PLANES * cells];
+            for (plane, values) in position.chunks_exact(cells).enumerate() {
+                for (cell, &value) in values.iter().enumerate() {
+                    input[self.padded_index(b, cell / self.cols, cell % self.cols) * INPUT_PLANES + plane] = value;
+                }
+            }
+        }
+    }
+}
+
+/// Grows `buffer` to at least `len` values (never shrinks: no reallocation
+/// once the largest call has been seen).
+pub(crate) fn grow(buffer: &mut Vec<f32>, len: usize) {
+    if buffer.len() < len {
+        buffer.resize(len, 0.0);
+    }
+}
+
+/// `[rows][cols]` as `[cols][rows]` into `out`.
+pub(crate) fn transpose(values: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = values[r * cols + c];
+        }
     }
 }
 
@@ -343,11 +370,7 @@ pub(crate) fn output_transform(
     let cout = channels;
     let tiles = batch * geometry.tiles_per_position();
     for (tile, m) in m[..tiles * 16 * cout].chunks_exact(16 * cout).enumerate() {
-        let targets = if epilogue == Epilogue::ReluCompact {
-            geometry.tile_outputs_compact(tile)
-        } else {
-            geometry.tile_outputs(tile)
-        };
+        let targets = geometry.tile_outputs(tile, epilogue == Epilogue::ReluCompact);
         by_lanes!(cout, |c, L| output_tile::<L>(m, cout, bias, epilogue, &targets, skip, destination, c));
     }
 }
@@ -395,7 +418,7 @@ pub(crate) fn output_transform_backward(
     let cout = channels;
     let tiles = batch * geometry.tiles_per_position();
     for (tile, m) in dm[..tiles * 16 * cout].chunks_exact_mut(16 * cout).enumerate() {
-        let targets = geometry.tile_outputs(tile);
+        let targets = geometry.tile_outputs(tile, false);
         by_lanes!(cout, |c, L| output_tile_backward::<L>(dy, &targets, cout, m, bias, c));
     }
 }
@@ -634,7 +657,7 @@ mod tests {
             output_transform_backward(geometry, batch, inputs, &dy, &mut dm, &mut bias);
             let mut forward = 0.0f64;
             for (tile, mt) in m.chunks_exact(16 * inputs).enumerate() {
-                let targets = geometry.tile_outputs(tile);
+                let targets = geometry.tile_outputs(tile, false);
                 for c in 0..inputs {
                     let e = |k: usize| mt[k * inputs + c];
                     let s: [[f32; 4]; 2] = std::array::from_fn(|a| {
