@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use konane_mcts::{Batch, Evaluator, ParallelEvaluator, Search, SearchConfig};
 use konane_nn::model::Net;
 use konane_nn::player::LEAVES_PER_EVALUATOR_THREAD;
@@ -25,12 +24,8 @@ pub struct Args {
     /// the native kernels that searches on flex use (ndarray always does).
     #[arg(long)]
     burn: bool,
-    /// Residual blocks (0 to 40; default: the default network's, as `train` builds it).
-    #[arg(long)]
-    blocks: Option<usize>,
-    /// Channels (1 to 512; default: the default network's).
-    #[arg(long)]
-    channels: Option<usize>,
+    #[command(flatten)]
+    shape: super::NetShape,
     /// Batch sizes to measure, each 1 to 4096 (at most 32 of them).
     #[arg(long, value_delimiter = ',', num_args = 1..=32, default_value = "1,8,32,128",
           value_parser = clap::value_parser!(u64).range(1..=4096))]
@@ -50,13 +45,7 @@ pub struct Args {
 /// matrix-multiply ceiling, then search simulations/s.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let size = args.size;
-    let default = NetConfig::default();
-    let config = NetConfig {
-        blocks: args.blocks.unwrap_or(default.blocks),
-        channels: args.channels.unwrap_or(default.channels),
-        ..default
-    };
-    config.validate().context("--blocks/--channels")?;
+    let config = args.shape.config()?;
     let net = init_net(&config, &args.backend.device(), 1);
     let positions = cycled_positions(size, 256);
     // The evaluator runs on one core, as each of a search's evaluators does.

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use konane_nn::train::{Learner, LearnerConfig, benchmark_batch};
-use konane_nn::{Backend, NetConfig, init_net};
+use konane_nn::{Backend, init_net};
 use konane_rules::Size;
 
 /// Arguments of `konane bench-train`.
@@ -18,12 +18,8 @@ pub struct Args {
     /// native, flex or ndarray: the training engine `train` would use.
     #[arg(long, default_value = "native")]
     backend: Backend,
-    /// Residual blocks (0 to 40; default: the default network's, as `train` builds it).
-    #[arg(long)]
-    blocks: Option<usize>,
-    /// Channels (1 to 512; default: the default network's).
-    #[arg(long)]
-    channels: Option<usize>,
+    #[command(flatten)]
+    shape: super::NetShape,
     /// Samples per step, 1 to 4096.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=4096))]
     batch: u64,
@@ -43,13 +39,7 @@ pub struct Args {
 /// drawing them from a replay window is not timed.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let size = args.size;
-    let default = NetConfig::default();
-    let config = NetConfig {
-        blocks: args.blocks.unwrap_or(default.blocks),
-        channels: args.channels.unwrap_or(default.channels),
-        ..default
-    };
-    config.validate().context("--blocks/--channels")?;
+    let config = args.shape.config()?;
     let samples = benchmark_batch(size, args.batch as usize);
     anyhow::ensure!(!samples.is_empty(), "a {size} board has no positions with a legal move to train on");
     let flop = 2.0 * 3.0 * config.multiply_adds(size.rows(), size.cols()) as f64;

@@ -45,6 +45,32 @@ pub fn parse_threads(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `--blocks` and `--channels` of the benchmarks: the default network's
+/// shape (the one `train` builds) with these changed.
+#[derive(clap::Args)]
+pub struct NetShape {
+    /// Residual blocks (0 to 40; default: the default network's, as `train` builds it).
+    #[arg(long)]
+    blocks: Option<usize>,
+    /// Channels (1 to 512; default: the default network's).
+    #[arg(long)]
+    channels: Option<usize>,
+}
+
+impl NetShape {
+    /// The network these options describe, checked against the shape ranges.
+    pub fn config(&self) -> anyhow::Result<konane_nn::NetConfig> {
+        let default = konane_nn::NetConfig::default();
+        let config = konane_nn::NetConfig {
+            blocks: self.blocks.unwrap_or(default.blocks),
+            channels: self.channels.unwrap_or(default.channels),
+            ..default
+        };
+        config.validate().context("--blocks/--channels")?;
+        Ok(config)
+    }
+}
+
 /// A finite number of seconds in `(0, 3600]`, for `--seconds`.
 pub fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {

@@ -290,8 +290,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
         // On the run's threads: with one, the draws are the same every time.
         pool.install(|| init_net(&config.network, &device, derive_seed(config.seed, 0, 0, Stream::InitialWeights)))
     };
-    let mut learner = Learner::new(net.clone(), config.backend, config.training.learner);
-    learner.set_threads(config.threads());
+    let learner = learner_for(&config, &net);
     let mut state =
         RunState { init_from: options.init_from.as_ref().map(|p| p.display().to_string()), ..RunState::default() };
     let opponent_specs = &config.evaluation.opponents;
@@ -333,6 +332,14 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
     metrics::rewrite(&lp.run_dir.join("metrics.jsonl"), &[])?;
     lp.checkpoint()?;
     Ok(Begun::Running(Box::new(lp)))
+}
+
+/// The learner of a run: its backend's training engine and optimizer, each
+/// step on the run's threads.
+fn learner_for(config: &TrainConfig, net: &Net) -> Learner {
+    let mut learner = Learner::new(net.clone(), config.backend, config.training.learner);
+    learner.set_threads(config.threads());
+    learner
 }
 
 /// The network a run started with `init_from` begins with: it must have
@@ -409,8 +416,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     tracing::info!(checkpoint = %checkpoint_dir.display(), iteration = state.iteration, "resuming");
     let device = config.backend.device();
     let net = load_net(&checkpoint_dir.join(NET_FILE), &device)?;
-    let mut learner = Learner::new(net.clone(), config.backend, config.training.learner);
-    learner.set_threads(config.threads());
+    let mut learner = learner_for(&config, &net);
     learner.load_optimizer(&checkpoint_dir.join(OPTIMIZER_FILE))?;
     let replay = ReplayBuffer::load(&checkpoint_dir.join(REPLAY_FILE), config.replay.window)?;
     let best = if state.files.contains_key(BEST_FILE) {
