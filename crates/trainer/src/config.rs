@@ -451,7 +451,7 @@ impl TrainConfig {
                 Some(line) => format!("{} (line {line})", e.message().trim()),
                 None => e.message().trim().to_string(),
             };
-            ConfigError::Invalid { origin: origin.into(), key, reason }
+            InvalidKey::new(key, reason).in_config(origin)
         };
         let mut table: toml::Table = toml::from_str(text).map_err(|e| syntax(text, e))?;
         let migrated = migrate_flat_keys(&mut table).map_err(|e| e.in_config(origin))?;
@@ -662,7 +662,7 @@ const MOVED_KEYS: &[(&str, &str, &str, &str)] = &[
 /// moved (old names).
 ///
 /// # Errors
-/// `(key, reason)` when a key is set in both places.
+/// The key set in both places, or a table that is not one.
 fn migrate_flat_keys(table: &mut toml::Table) -> Result<Vec<String>, InvalidKey> {
     let mut moved = Vec::new();
     for &(section, old, sub, new) in MOVED_KEYS {
