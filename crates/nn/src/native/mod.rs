@@ -22,7 +22,7 @@ pub mod train;
 mod winograd;
 
 use burn::tensor::Tensor;
-use winograd::{Epilogue, Geometry, View, convolve, filter_transform, grow, matmul, transpose};
+use winograd::{Epilogue, Geometry, convolve, dense, filter_transform, grow, transpose};
 
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 use crate::model::Net;
@@ -148,19 +148,7 @@ impl Dense {
 
     /// `destination[r] = source[r] x weights + bias` for `rows` rows.
     fn forward(&self, rows: usize, source: &[f32], destination: &mut [f32]) {
-        let (inputs, outputs) = (self.inputs, self.outputs);
-        let destination = &mut destination[..rows * outputs];
-        for row in destination.chunks_exact_mut(outputs) {
-            row.copy_from_slice(&self.bias);
-        }
-        matmul(
-            (rows, outputs, inputs),
-            destination,
-            outputs,
-            true,
-            View::rows(source, inputs),
-            View::rows(&self.weights, outputs),
-        );
+        dense(rows, (self.inputs, self.outputs), (&self.weights, &self.bias), source, destination);
     }
 }
 

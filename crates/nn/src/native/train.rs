@@ -25,8 +25,9 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::{Tensor, TensorData};
 
 use super::winograd::{
-    Epilogue, Geometry, View, add_assign, convolve, filter_transform, filter_transform_backward, grow, input_transform,
-    input_transform_backward, matmul, output_transform_backward, relu_backward, residual, residual_backward, transpose,
+    self, Epilogue, Geometry, View, add_assign, convolve, filter_transform, filter_transform_backward, grow,
+    input_transform, input_transform_backward, matmul, output_transform_backward, relu_backward, residual,
+    residual_backward, transpose,
 };
 use crate::checkpoint::CheckpointError;
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
@@ -407,23 +408,10 @@ impl Model<'_> {
 
     /// `destination = source x weights + bias` over `rows` rows.
     fn dense_forward(&self, dense: Dense, rows: usize, source: &[f32], destination: &mut [f32], relu: bool) {
-        let (inputs, outputs) = (dense.inputs, dense.outputs);
-        let bias = &self.weights[dense.bias];
-        let destination = &mut destination[..rows * outputs];
-        for row in destination.chunks_exact_mut(outputs) {
-            row.copy_from_slice(bias);
-        }
-        let weights = &self.weights[dense.weight];
-        matmul(
-            (rows, outputs, inputs),
-            destination,
-            outputs,
-            true,
-            View::rows(source, inputs),
-            View::rows(weights, outputs),
-        );
+        let weights = (&self.weights[dense.weight][..], &self.weights[dense.bias][..]);
+        winograd::dense(rows, (dense.inputs, dense.outputs), weights, source, destination);
         if relu {
-            for x in destination.iter_mut() {
+            for x in &mut destination[..rows * dense.outputs] {
                 *x = x.max(0.0);
             }
         }

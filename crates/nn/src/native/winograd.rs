@@ -509,6 +509,30 @@ pub(crate) fn convolve(
     output_transform(geometry, batch, cout, products, bias, epilogue, skip, destination);
 }
 
+/// A 1x1 convolution or linear layer over `rows` rows:
+/// `destination[r] = source[r] x weights + bias`, `weights` as
+/// `[inputs][outputs]`.
+pub(crate) fn dense(
+    rows: usize,
+    (inputs, outputs): (usize, usize),
+    (weights, bias): (&[f32], &[f32]),
+    source: &[f32],
+    destination: &mut [f32],
+) {
+    let destination = &mut destination[..rows * outputs];
+    for row in destination.chunks_exact_mut(outputs) {
+        row.copy_from_slice(bias);
+    }
+    matmul(
+        (rows, outputs, inputs),
+        destination,
+        outputs,
+        true,
+        View::rows(source, inputs),
+        View::rows(weights, outputs),
+    );
+}
+
 /// A matrix read from a slice with any row and column strides.
 #[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
