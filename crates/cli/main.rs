@@ -39,6 +39,8 @@ enum Command {
     Train(commands::train::Args),
     /// Draw a run's training curves (loss, win rate, Elo) to PNG or SVG.
     Plot(commands::plot::Args),
+    /// Rate a run's checkpoints against one opponent: its strength curve.
+    Rate(commands::rate::Args),
     /// Play against a network in the terminal (default: the shipped 6x6 one).
     Play(commands::play::Args),
     /// Run an engine speaking KTP (the Kōnane Text Protocol) on stdin/stdout.
@@ -57,6 +59,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::BenchTrain(args) => commands::bench_train::run(args),
         Command::Train(args) => commands::train::run(args),
         Command::Plot(args) => commands::plot::run(args),
+        Command::Rate(args) => commands::rate::run(args),
         Command::Play(args) => commands::play::run(args),
         Command::Ktp(args) => commands::ktp::run(args),
     }

@@ -67,6 +67,33 @@ fn train_resume_and_plot() {
     let png = root.path().join("curves.png");
     assert!(konane(&["plot", run_arg, "--out", png.to_str().unwrap()]).status.success());
     assert!(fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    // Its checkpoints rated against a fixed opponent: one record each (0, 1
+    // and 2), skipped when rated again, drawn as the plot's strength panel
+    // and in a comparison of runs.
+    let rate = ["rate", run_arg, "--opponent", "random", "--search", "sims=2", "--games", "2", "--threads", "1"];
+    let output = konane(&rate);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("iteration 0:") && stdout.contains("iteration 2:"), "{stdout}");
+    let rated = konane_trainer::strength::read(&run).unwrap();
+    assert_eq!(rated.iter().map(|r| r.iteration).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert!(rated.iter().all(|r| r.scored == 2 && r.wins <= 2 && r.opponent == "random" && r.search == "sims=2"));
+    let output = konane(&rate);
+    let (stdout, _) = text(&output);
+    assert!(output.status.success() && !stdout.contains("iteration 1:"), "rated again: {stdout}");
+    assert_eq!(konane_trainer::strength::read(&run).unwrap(), rated);
+    let output = konane(&["plot", run_arg, "--out", svg.to_str().unwrap(), "--hours"]);
+    assert!(output.status.success());
+    assert!(fs::read_to_string(&svg).unwrap().contains("konane rate"), "a strength panel");
+    let compare = root.path().join("compare.svg");
+    let output = konane(&["plot", run_arg, run_arg, "--out", compare.to_str().unwrap(), "--hours"]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success() && stdout.contains("2 runs"), "{stdout}\n{stderr}");
+    assert!(fs::read_to_string(&compare).unwrap().contains("run: sims=2 vs random"));
+    let output = konane(&["rate", root.path().to_str().unwrap(), "--opponent", "random"]);
+    let (_, stderr) = text(&output);
+    assert!(!output.status.success() && stderr.contains("not a run directory"), "{stderr}");
+
     // The run's metrics carry the process's memory, which the binary measures.
     let metrics = konane_trainer::metrics::read(&run.join("metrics.jsonl")).unwrap();
     if cfg!(target_os = "linux") {

@@ -8,6 +8,7 @@ pub mod ktp;
 pub mod perft;
 pub mod play;
 pub mod plot;
+pub mod rate;
 pub mod show;
 pub mod solve;
 pub mod tournament;

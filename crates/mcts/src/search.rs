@@ -299,6 +299,8 @@ pub struct Search {
     /// `solve_max_stones > 0`.
     solver: Option<Box<Solver>>,
     solved_leaves: u64,
+    /// Whether new roots get Dirichlet noise (with `dirichlet_epsilon > 0`).
+    root_noise: bool,
 }
 
 impl Search {
@@ -329,7 +331,16 @@ impl Search {
             // 2^16 buckets of 32 bytes: 2 MB per search.
             solver: (config.solve_max_stones > 0).then(|| Box::new(Solver::new(16))),
             solved_leaves: 0,
+            root_noise: true,
         }
+    }
+
+    /// Whether roots expanded from now on get the configured Dirichlet
+    /// noise (on by default). Self-play under playout-cap randomisation
+    /// turns it off for its fast searches: they are not recorded, so noise
+    /// would only make their moves worse (KataGo does the same).
+    pub fn set_root_noise(&mut self, on: bool) {
+        self.root_noise = on;
     }
 
     /// The settings.
@@ -838,7 +849,7 @@ impl Search {
     /// Dirichlet sample is independent Gamma(alpha, 1) draws, normalised;
     /// drawing them directly works for any number of moves, one included.
     fn add_root_noise(&mut self) {
-        let Some(gamma) = self.gamma else {
+        let Some(gamma) = self.gamma.filter(|_| self.root_noise) else {
             return;
         };
         let eps = self.config.dirichlet_epsilon as f64;
@@ -900,6 +911,32 @@ mod tests {
         let sum: f32 = priors.iter().sum();
         assert!((sum - 1.0).abs() < 1e-4, "{sum}");
         assert!(priors.iter().any(|&p| (p - priors[0]).abs() > 1e-4), "{priors:?}");
+    }
+
+    /// With root noise off, the root keeps the evaluator's priors, both on
+    /// a fresh tree and on the subtree kept by `advance`; on again, the
+    /// next root is noised.
+    #[test]
+    fn root_noise_can_be_turned_off_per_root() {
+        let config = SearchConfig { dirichlet_epsilon: 0.25, ..SearchConfig::default() };
+        let uniform = |search: &Search| {
+            let priors: Vec<f32> = search.root_children().map(|c| c.prior).collect();
+            priors.iter().all(|&p| (p - priors[0]).abs() < 1e-6)
+        };
+        let mut search = Search::new(config, 3);
+        search.set_root_noise(false);
+        search.set_root(midgame("8x8", 8));
+        search.run(&mut UniformEvaluator::default(), 64, None).unwrap();
+        assert!(uniform(&search), "no noise on a fresh root");
+        let mv = search.best_move().unwrap();
+        search.advance(mv);
+        search.run(&mut UniformEvaluator::default(), 64, None).unwrap();
+        assert!(uniform(&search), "no noise on a kept subtree's root");
+        search.set_root_noise(true);
+        let mv = search.best_move().unwrap();
+        search.advance(mv);
+        search.run(&mut UniformEvaluator::default(), 64, None).unwrap();
+        assert!(!uniform(&search), "noise again once turned on");
     }
 
     /// Uniform priors and value 0 for `good` calls, then `value` and

@@ -16,6 +16,7 @@ use plotters::style::{FontStyle, register_font};
 
 use konane_trainer::TrainError;
 use konane_trainer::metrics::{self, IterationMetrics};
+use konane_trainer::strength::{self, StrengthRecord};
 use thiserror::Error;
 
 /// A plot that could not be drawn.
@@ -106,26 +107,96 @@ fn ensure_font() -> Result<PathBuf, PlotError> {
     .ok_or(PlotError::NoFont)
 }
 
-/// Draws the curves of the run in `run_dir` to `out` (`.png` or `.svg`).
+/// What the plots draw of one run: its iterations' records, the time
+/// spent before its first iteration, and its strength curve if rated.
+#[derive(Clone, Debug, Default)]
+pub struct RunData {
+    /// The run's name (its directory's).
+    pub title: String,
+    /// `metrics.jsonl`.
+    pub history: Vec<IterationMetrics>,
+    /// Seconds before the first iteration (the teacher bootstrap).
+    pub start_seconds: f64,
+    /// `strength.jsonl` (`konane rate`).
+    pub strength: Vec<StrengthRecord>,
+}
+
+impl RunData {
+    /// Reads the run in `run_dir`.
+    ///
+    /// # Errors
+    /// Unreadable records, or a run without iterations.
+    pub fn load(run_dir: &Path) -> Result<RunData, PlotError> {
+        let history = metrics::read(&run_dir.join("metrics.jsonl"))?;
+        if history.is_empty() {
+            return Err(PlotError::Empty(run_dir.display().to_string()));
+        }
+        let title = run_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        // The teacher bootstrap is training time too: the hours start after it.
+        let start_seconds = konane_trainer::run::latest_dir(run_dir)
+            .and_then(|dir| konane_trainer::run::read_state(&dir).ok())
+            .and_then(|state| state.bootstrap)
+            .map_or(0.0, |b| b.label_seconds + b.train_seconds);
+        let strength = strength::read(run_dir)?;
+        Ok(RunData { title, history, start_seconds, strength })
+    }
+
+    /// Where iteration `iteration` ends on `axis` (iteration 0: the start,
+    /// after the bootstrap); `None` for an iteration not in the history.
+    pub fn x(&self, iteration: u64, axis: XAxis) -> Option<f64> {
+        match axis {
+            XAxis::Iterations => Some(iteration as f64),
+            XAxis::Hours if iteration == 0 => Some(self.start_seconds / 3600.0),
+            XAxis::Hours => {
+                let at = self.history.iter().position(|m| m.iteration == iteration)?;
+                training_hours(&self.history, self.start_seconds).get(at).copied()
+            }
+        }
+    }
+
+    /// The strength curves (one per opponent and search), each point
+    /// `(x, score)`.
+    fn strength_series(&self, axis: XAxis, prefix: &str) -> Vec<Series> {
+        let mut curves: Vec<String> = Vec::new();
+        for r in &self.strength {
+            if !curves.contains(&r.curve()) {
+                curves.push(r.curve());
+            }
+        }
+        curves
+            .into_iter()
+            .map(|curve| {
+                let points = self
+                    .strength
+                    .iter()
+                    .filter(|r| r.curve() == curve)
+                    .filter_map(|r| Some((self.x(r.iteration, axis)?, r.score)))
+                    .collect();
+                (format!("{prefix}{curve}"), points)
+            })
+            .collect()
+    }
+}
+
+/// Draws the curves of the run in `run_dir` to `out` (`.png` or `.svg`);
+/// returns the iterations drawn.
 ///
 /// # Errors
 /// Unreadable metrics, no font, an unknown extension or a drawing failure.
 pub fn plot_run(run_dir: &Path, out: &Path, axis: XAxis) -> Result<usize, PlotError> {
-    let history = metrics::read(&run_dir.join("metrics.jsonl"))?;
-    if history.is_empty() {
-        return Err(PlotError::Empty(run_dir.display().to_string()));
-    }
-    let title = run_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    // The teacher bootstrap is training time too: the hours start after it.
-    let start_seconds = match axis {
-        XAxis::Hours => konane_trainer::run::latest_dir(run_dir)
-            .and_then(|dir| konane_trainer::run::read_state(&dir).ok())
-            .and_then(|state| state.bootstrap)
-            .map_or(0.0, |b| b.label_seconds + b.train_seconds),
-        XAxis::Iterations => 0.0,
-    };
-    plot_metrics(&history, &title, out, axis, start_seconds)?;
-    Ok(history.len())
+    let run = RunData::load(run_dir)?;
+    plot_metrics(&run, out, axis)?;
+    Ok(run.history.len())
+}
+
+/// Draws several runs' Elo and strength curves on shared axes, to compare
+/// recipes by training hours.
+///
+/// # Errors
+/// As [`plot_run`], for any of the runs.
+pub fn plot_comparison(run_dirs: &[PathBuf], out: &Path, axis: XAxis) -> Result<(), PlotError> {
+    let runs = run_dirs.iter().map(|dir| RunData::load(dir)).collect::<Result<Vec<_>, _>>()?;
+    render(out, (1000, 900), &Comparison { runs: &runs, axis })
 }
 
 /// What the curves are drawn against.
@@ -139,31 +210,66 @@ pub enum XAxis {
     Hours,
 }
 
-/// Draws `history` to `out` (`.png` or `.svg`); on the hours axis the first
-/// iteration starts at `start_seconds` (time spent before it, such as the
-/// teacher bootstrap).
+/// Draws one run to `out` (`.png` or `.svg`).
 ///
 /// # Errors
 /// No font, an unknown extension or a drawing failure.
-pub fn plot_metrics(
-    history: &[IterationMetrics],
-    title: &str,
-    out: &Path,
+pub fn plot_metrics(run: &RunData, out: &Path, axis: XAxis) -> Result<(), PlotError> {
+    let panels = if run.strength.is_empty() { 3 } else { 4 };
+    render(out, (1000, 400 * panels as u32), &RunFigure { run, axis, panels })
+}
+
+/// A figure drawn the same way on either backend.
+trait Figure {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static;
+}
+
+/// One run's panels.
+struct RunFigure<'a> {
+    run: &'a RunData,
     axis: XAxis,
-    start_seconds: f64,
-) -> Result<(), PlotError> {
+    panels: usize,
+}
+
+impl Figure for RunFigure<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, self.run, self.axis, self.panels)
+    }
+}
+
+/// Several runs on shared axes.
+struct Comparison<'a> {
+    runs: &'a [RunData],
+    axis: XAxis,
+}
+
+impl Figure for Comparison<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw_comparison(root, self.runs, self.axis)
+    }
+}
+
+/// Renders `figure` to `out`, PNG or SVG by its extension.
+fn render(out: &Path, size: (u32, u32), figure: &impl Figure) -> Result<(), PlotError> {
     ensure_font()?;
-    let size = (1000, 1200);
     let fail = |reason: String| PlotError::Drawing { file: out.display().to_string(), reason };
     match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("png") => {
             let root = BitMapBackend::new(out, size).into_drawing_area();
-            draw(&root, history, title, axis, start_seconds).map_err(fail)?;
+            figure.draw(&root).map_err(fail)?;
             root.present().map_err(|e| fail(e.to_string()))
         }
         Some("svg") => {
             let root = SVGBackend::new(out, size).into_drawing_area();
-            draw(&root, history, title, axis, start_seconds).map_err(fail)?;
+            figure.draw(&root).map_err(fail)?;
             root.present().map_err(|e| fail(e.to_string()))
         }
         _ => Err(PlotError::Format(out.display().to_string())),
@@ -184,31 +290,30 @@ pub fn training_hours(history: &[IterationMetrics], start_seconds: f64) -> Vec<f
         .collect()
 }
 
+fn x_label(axis: XAxis, bootstrap: bool) -> &'static str {
+    match axis {
+        XAxis::Iterations => "iteration",
+        XAxis::Hours if bootstrap => "training hours (teacher bootstrap included)",
+        XAxis::Hours => "training hours",
+    }
+}
+
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    history: &[IterationMetrics],
-    title: &str,
+    run: &RunData,
     axis: XAxis,
-    start_seconds: f64,
+    panels: usize,
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
     let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let root = root.titled(&format!("konane training: {title}"), ("sans-serif", 28)).map_err(e)?;
-    let panels = root.split_evenly((3, 1));
-    let hours: std::collections::HashMap<u64, f64> =
-        history.iter().map(|m| m.iteration).zip(training_hours(history, start_seconds)).collect();
-    let x = |m: &IterationMetrics| match axis {
-        XAxis::Iterations => m.iteration as f64,
-        XAxis::Hours => hours[&m.iteration],
-    };
-    let x_desc = match axis {
-        XAxis::Iterations => "iteration",
-        XAxis::Hours if start_seconds > 0.0 => "training hours (teacher bootstrap included)",
-        XAxis::Hours => "training hours",
-    };
+    let root = root.titled(&format!("konane training: {}", run.title), ("sans-serif", 28)).map_err(e)?;
+    let panels = root.split_evenly((panels, 1));
+    let history = &run.history;
+    let x = |m: &IterationMetrics| run.x(m.iteration, axis).expect("an iteration of the history");
+    let x_desc = x_label(axis, run.start_seconds > 0.0);
 
     let trained: Vec<&IterationMetrics> = history.iter().filter(|m| m.train_steps > 0).collect();
     let losses: Vec<Series> = vec![
@@ -249,7 +354,45 @@ where
             history.iter().filter(|m| !m.evaluation.is_empty()).map(|m| (x(m), m.elo_chain)).collect(),
         ),
     ];
-    panel(&panels[2], "Elo (first opponent = 0)", x_desc, "Elo", &elo, None)
+    panel(&panels[2], "Elo (first opponent = 0)", x_desc, "Elo", &elo, None)?;
+    if let Some(area) = panels.get(3) {
+        let strength = run.strength_series(axis, "");
+        panel(area, "strength (konane rate): score of each checkpoint", x_desc, "score", &strength, Some((0.0, 1.0)))?;
+    }
+    Ok(())
+}
+
+fn draw_comparison<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    runs: &[RunData],
+    axis: XAxis,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let names: Vec<&str> = runs.iter().map(|r| r.title.as_str()).collect();
+    let title = format!("konane training: {}", names.join(" / "));
+    let root = root.titled(&title, ("sans-serif", 24)).map_err(e)?;
+    let rated = runs.iter().any(|r| !r.strength.is_empty());
+    let panels = root.split_evenly((if rated { 2 } else { 1 }, 1));
+    let x_desc = x_label(axis, runs.iter().any(|r| r.start_seconds > 0.0));
+    let elo: Vec<Series> = runs
+        .iter()
+        .map(|run| {
+            let points =
+                run.history.iter().filter_map(|m| Some((run.x(m.iteration, axis)?, m.elo?))).collect::<Vec<_>>();
+            (run.title.clone(), points)
+        })
+        .collect();
+    panel(&panels[0], "Elo against each run's anchors (first opponent = 0)", x_desc, "Elo", &elo, None)?;
+    if rated {
+        let strength: Vec<Series> =
+            runs.iter().flat_map(|run| run.strength_series(axis, &format!("{}: ", run.title))).collect();
+        panel(&panels[1], "strength (konane rate)", x_desc, "score", &strength, Some((0.0, 1.0)))?;
+    }
+    Ok(())
 }
 
 fn panel<DB: DrawingBackend>(
@@ -335,10 +478,7 @@ mod drawing_tests {
     use super::*;
     use konane_trainer::metrics::{MatchResult, Timing};
 
-    /// Draws synthetic curves to both formats: needs a font (`.ci/run`
-    /// installs fonts-dejavu-core where there is none).
-    #[test]
-    fn both_formats_are_drawn_with_their_axes() {
+    fn synthetic_run(title: &str, minutes: f64) -> RunData {
         let history: Vec<IterationMetrics> = (1..=4)
             .map(|i| IterationMetrics {
                 iteration: i,
@@ -352,21 +492,85 @@ mod drawing_tests {
                     score: (5 + i) as f64 / 10.0,
                     elo_diff: 0.0,
                 }],
-                timing: Timing { total_seconds: 900.0, ..Timing::default() },
+                timing: Timing { total_seconds: 60.0 * minutes, ..Timing::default() },
                 ..IterationMetrics::default()
             })
             .collect();
-        let dir = std::env::temp_dir().join(format!("konane-plot-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let svg = dir.join("curves.svg");
-        plot_metrics(&history, "test run", &svg, XAxis::Hours, 0.0).unwrap();
+        RunData { title: title.into(), history, start_seconds: 0.0, strength: Vec::new() }
+    }
+
+    fn rated(iteration: u64, score: f64) -> StrengthRecord {
+        StrengthRecord {
+            iteration,
+            search: "sims=800".into(),
+            opponent: "alphabeta:ms=1000".into(),
+            size: "8x8".into(),
+            seed: 1,
+            games: 10,
+            scored: 10,
+            wins: (10.0 * score) as usize,
+            score,
+            score_low: 0.0,
+            score_high: 1.0,
+            elo: 0.0,
+        }
+    }
+
+    /// Draws synthetic curves to both formats: needs a font (`.ci/run`
+    /// installs fonts-dejavu-core where there is none).
+    #[test]
+    fn both_formats_are_drawn_with_their_axes() {
+        let run = synthetic_run("test run", 15.0);
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("curves.svg");
+        plot_metrics(&run, &svg, XAxis::Hours).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
         assert!(text.starts_with("<svg") && text.contains("training hours") && text.contains("test run"), "{text}");
-        let png = dir.join("curves.png");
-        plot_metrics(&history, "test run", &png, XAxis::Iterations, 0.0).unwrap();
+        assert!(!text.contains("konane rate"), "no strength panel without ratings");
+        let png = dir.path().join("curves.png");
+        plot_metrics(&run, &png, XAxis::Iterations).unwrap();
         assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
-        let error = plot_metrics(&history, "test run", &dir.join("curves.gif"), XAxis::Iterations, 0.0).unwrap_err();
+        let error = plot_metrics(&run, &dir.path().join("curves.gif"), XAxis::Iterations).unwrap_err();
         assert!(error.to_string().contains(".png or .svg"), "{error}");
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A rated run gets a strength panel; iteration 0 sits at the end of
+    /// the bootstrap on the hours axis, later ones at their summed times.
+    #[test]
+    fn strength_points_sit_at_their_checkpoints_hours() {
+        let mut run = synthetic_run("rated", 30.0);
+        run.start_seconds = 900.0;
+        run.strength = vec![rated(0, 0.1), rated(2, 0.5), rated(4, 0.9)];
+        let series = run.strength_series(XAxis::Hours, "");
+        assert_eq!(series.len(), 1);
+        assert_eq!(series[0].0, "sims=800 vs alphabeta:ms=1000");
+        assert_eq!(series[0].1, vec![(0.25, 0.1), (1.25, 0.5), (2.25, 0.9)]);
+        assert_eq!(run.x(9, XAxis::Hours), None, "no such iteration");
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("curves.svg");
+        plot_metrics(&run, &svg, XAxis::Hours).unwrap();
+        assert!(std::fs::read_to_string(&svg).unwrap().contains("konane rate"));
+    }
+
+    /// The comparison names every run in its legend.
+    #[test]
+    fn a_comparison_draws_every_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut runs = Vec::new();
+        for (name, minutes) in [("fast-recipe", 5.0), ("plain-recipe", 20.0)] {
+            let run_dir = dir.path().join(name);
+            std::fs::create_dir_all(&run_dir).unwrap();
+            metrics::rewrite(&run_dir.join("metrics.jsonl"), &synthetic_run(name, minutes).history).unwrap();
+            runs.push(run_dir);
+        }
+        strength::record(&runs[0], rated(4, 0.75)).unwrap();
+        let svg = dir.path().join("compare.svg");
+        plot_comparison(&runs, &svg, XAxis::Hours).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        for needle in ["fast-recipe", "plain-recipe", "fast-recipe: sims=800 vs alphabeta:ms=1000"] {
+            assert!(text.contains(needle), "{needle} missing");
+        }
+        let error = plot_comparison(&[dir.path().join("nothing")], &svg, XAxis::Hours).unwrap_err();
+        assert!(error.to_string().contains("nothing"), "{error}");
     }
 }

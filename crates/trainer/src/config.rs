@@ -169,6 +169,12 @@ pub struct SelfPlayConfig {
     /// this spreads its games over the openings other players choose (as
     /// KataGo's and Leela's varied starting positions do). 0 turns it off.
     pub random_opening_plies: u32,
+    /// Share of a sample's value target taken from its search's root value
+    /// instead of the game's result: `(1 - w) z + w q`. The result says
+    /// who won the one game played from there, the root value what the
+    /// search expected; mixing them lowers the target's noise early in a
+    /// game. Exact (solver) targets are kept as they are. 0 turns it off.
+    pub root_value_weight: f64,
 }
 
 impl Default for SelfPlayConfig {
@@ -188,6 +194,7 @@ impl Default for SelfPlayConfig {
             solver_policy: false,
             random_move_probability: 0.0,
             random_opening_plies: 0,
+            root_value_weight: 0.0,
         }
     }
 }
@@ -554,6 +561,7 @@ impl TrainConfig {
             );
         }
         check("selfplay.random_opening_plies", s.random_opening_plies, 0..=400)?;
+        check("selfplay.root_value_weight", s.root_value_weight, 0.0..=1.0)?;
         let r = &self.replay;
         check("replay.window", r.window, 1..=10_000_000)?;
         if r.min_samples > r.window {

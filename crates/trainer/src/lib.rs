@@ -30,6 +30,7 @@ pub mod openings;
 pub mod replay;
 pub mod run;
 pub mod selfplay;
+pub mod strength;
 pub mod trainer;
 pub mod training;
 

@@ -272,8 +272,9 @@ struct Game {
     /// Where the game's leaves start in the current batch, and how many.
     first: usize,
     gathered: usize,
-    /// Full-search samples with the solver's verdict for the mover, if solved.
-    samples: Vec<(PackedSample, Option<bool>)>,
+    /// Full-search samples with the solver's verdict for the mover, if
+    /// solved, and the search's root value for the mover.
+    samples: Vec<(PackedSample, Option<bool>, f32)>,
 }
 
 struct Worker<'a> {
@@ -316,11 +317,13 @@ impl<'a> Worker<'a> {
         game
     }
 
-    /// Decides the budget of the next move (playout-cap randomisation).
+    /// Decides the budget of the next move (playout-cap randomisation);
+    /// fast searches play without root noise.
     fn plan_move(&self, game: &mut Game) {
         let config = self.job.config;
         game.full = config.full_search_probability >= 1.0 || game.rng.random::<f64>() < config.full_search_probability;
         game.budget = if game.full { config.simulations } else { config.fast_simulations.min(config.simulations) };
+        game.search.set_root_noise(game.full);
     }
 
     fn run(mut self, indices: &[usize]) -> Result<SelfPlayOutcome, EvalError> {
@@ -382,7 +385,8 @@ impl<'a> Worker<'a> {
             let mut visits: Vec<(Move, u32)> = game.search.root_visits().collect();
             let exact = self.solve(&game.position, &mut visits);
             solved = exact.is_some();
-            game.samples.push((PackedSample::new(&game.position, visits, 0.0), exact));
+            let root_value = game.search.root_value();
+            game.samples.push((PackedSample::new(&game.position, visits, 0.0), exact, root_value));
         }
         // No draw unless random moves are on, so runs without them replay.
         let mv = if solved
@@ -397,13 +401,16 @@ impl<'a> Worker<'a> {
             game.search.choose_move(temperature, &mut game.rng).expect("a searched position has a move")
         };
         game.position.play_unchecked(mv);
-        game.search.advance(mv);
         game.ply += 1;
         self.stats.moves += 1;
         if game.position.is_over() {
+            game.search.advance(mv);
             return true;
         }
+        // The next move's budget first: its root gets noise only if it is
+        // a full (recorded) search.
         self.plan_move(game);
+        game.search.advance(mv);
         false
     }
 
@@ -431,16 +438,17 @@ impl<'a> Worker<'a> {
         // With random moves the game's result says little; the first solved
         // position's exact result is what perfect play from there gives.
         let value_winner = if self.job.config.random_move_probability > 0.0 {
-            let first_solved = game.samples.iter().find_map(|(sample, exact)| exact.map(|win| (sample, win)));
+            let first_solved = game.samples.iter().find_map(|(sample, exact, _)| exact.map(|win| (sample, win)));
             first_solved.map_or(winner, |(sample, win)| exact_winner(sample.side_to_move(), win))
         } else {
             winner
         };
         let (mut solved, mut disagreed) = (0, 0);
+        let weight = self.job.config.root_value_weight as f32;
         let samples: Vec<PackedSample> = game
             .samples
             .into_iter()
-            .map(|(mut sample, exact)| {
+            .map(|(mut sample, exact, root_value)| {
                 let won = sample.side_to_move() == winner;
                 sample.value = match exact {
                     Some(win) => {
@@ -448,8 +456,10 @@ impl<'a> Worker<'a> {
                         disagreed += (win != won) as u32;
                         if win { 1.0 } else { -1.0 }
                     }
-                    None if sample.side_to_move() == value_winner => 1.0,
-                    None => -1.0,
+                    None => {
+                        let result = if sample.side_to_move() == value_winner { 1.0 } else { -1.0 };
+                        ((1.0 - weight) * result + weight * root_value).clamp(-1.0, 1.0)
+                    }
                 };
                 sample
             })
@@ -573,6 +583,39 @@ mod tests {
             }
         }
         assert!(flipped > 0, "some game's result differs from perfect play after its first solved position");
+    }
+
+    /// The value target mixes the game's result and the search's root
+    /// value: the games themselves do not change with the weight, weight 0
+    /// gives the bare result, and weight 1/2 lies halfway between the
+    /// result and weight 1's target (the root value).
+    #[test]
+    fn root_value_weight_mixes_result_and_search_value() {
+        let config = |weight| SelfPlayConfig {
+            games: 4,
+            parallel_games: 2,
+            simulations: 24,
+            root_value_weight: weight,
+            ..SelfPlayConfig::default()
+        };
+        let values = |weight| -> (Vec<String>, Vec<f32>) {
+            let (games, _) = play_5x5(&config(weight), 17);
+            let samples: Vec<&PackedSample> = games.iter().flat_map(|g| &g.samples).collect();
+            (samples.iter().map(|s| s.position().to_string()).collect(), samples.iter().map(|s| s.value).collect())
+        };
+        let (positions, results) = values(0.0);
+        let (same_positions, half) = values(0.5);
+        let (_, searched) = values(1.0);
+        assert_eq!(positions, same_positions, "the weight changes targets, not games");
+        assert!(results.iter().all(|&z| z == 1.0 || z == -1.0), "weight 0 keeps the game result");
+        for ((&z, &h), &q) in results.iter().zip(&half).zip(&searched) {
+            assert!((-1.0..=1.0).contains(&q), "root value {q}");
+            assert!((h - (z + q) / 2.0).abs() < 1e-6, "{h} is not halfway between {z} and {q}");
+        }
+        assert!(
+            searched.iter().zip(&results).any(|(q, z)| (q - z).abs() > 0.1),
+            "the search's values differ from results"
+        );
     }
 
     /// Random openings: drawn lengths cover 0 to the maximum, stop short of
