@@ -154,6 +154,18 @@ impl RunData {
         }
     }
 
+    /// The run's own evaluation scores against `opponent`, each point
+    /// `(x, score)`.
+    fn scores_against(&self, opponent: &str, axis: XAxis) -> Vec<(f64, f64)> {
+        self.history
+            .iter()
+            .filter_map(|m| {
+                let result = m.evaluation.iter().find(|r| r.opponent == opponent)?;
+                Some((self.x(m.iteration, axis)?, result.score))
+            })
+            .collect()
+    }
+
     /// The strength curves (one per opponent and search), each point
     /// `(x, score)`.
     fn strength_series(&self, axis: XAxis, prefix: &str) -> Vec<Series> {
@@ -376,7 +388,9 @@ where
     let title = format!("konane training: {}", names.join(" / "));
     let root = root.titled(&title, ("sans-serif", 24)).map_err(e)?;
     let rated = runs.iter().any(|r| !r.strength.is_empty());
-    let panels = root.split_evenly((if rated { 2 } else { 1 }, 1));
+    let shared = shared_opponent(runs);
+    let count = 1 + usize::from(shared.is_some()) + usize::from(rated);
+    let panels = root.split_evenly((count, 1));
     let x_desc = x_label(axis, runs.iter().any(|r| r.start_seconds > 0.0));
     let elo: Vec<Series> = runs
         .iter()
@@ -387,12 +401,37 @@ where
         })
         .collect();
     panel(&panels[0], "Elo against each run's anchors (first opponent = 0)", x_desc, "Elo", &elo, None)?;
+    let mut next = 1;
+    if let Some(opponent) = &shared {
+        let scores: Vec<Series> =
+            runs.iter().map(|run| (run.title.clone(), run.scores_against(opponent, axis))).collect();
+        let caption = format!("score against {opponent} (training's own evaluations)");
+        panel(&panels[next], &caption, x_desc, "score", &scores, Some((0.0, 1.0)))?;
+        next += 1;
+    }
     if rated {
         let strength: Vec<Series> =
             runs.iter().flat_map(|run| run.strength_series(axis, &format!("{}: ", run.title))).collect();
-        panel(&panels[1], "strength (konane rate)", x_desc, "score", &strength, Some((0.0, 1.0)))?;
+        panel(&panels[next], "strength (konane rate)", x_desc, "score", &strength, Some((0.0, 1.0)))?;
     }
     Ok(())
+}
+
+/// The first baseline every run evaluated against (in the first run's
+/// order): runs with different anchor sets still share a curve on it.
+fn shared_opponent(runs: &[RunData]) -> Option<String> {
+    let opponents = |run: &RunData| -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for result in run.history.iter().flat_map(|m| &m.evaluation) {
+            if result.opponent != "previous" && !names.contains(&result.opponent) {
+                names.push(result.opponent.clone());
+            }
+        }
+        names
+    };
+    let (first, rest) = runs.split_first()?;
+    let others: Vec<Vec<String>> = rest.iter().map(opponents).collect();
+    opponents(first).into_iter().find(|name| others.iter().all(|o| o.contains(name)))
 }
 
 fn panel<DB: DrawingBackend>(
@@ -552,6 +591,33 @@ mod drawing_tests {
         assert!(std::fs::read_to_string(&svg).unwrap().contains("konane rate"));
     }
 
+    /// Runs with different anchor sets share a curve on the first
+    /// baseline they all met; "previous" never counts.
+    #[test]
+    fn the_shared_opponent_is_the_first_one_all_runs_met() {
+        let result = |opponent: &str, score: f64| MatchResult {
+            opponent: opponent.into(),
+            games: 10,
+            wins: (10.0 * score) as usize,
+            score,
+            elo_diff: 0.0,
+        };
+        let mut old = synthetic_run("old", 10.0);
+        old.history[1].evaluation =
+            vec![result("previous", 0.5), result("random", 1.0), result("alphabeta:depth=5", 0.4)];
+        let mut new = synthetic_run("new", 5.0);
+        for m in &mut new.history {
+            m.evaluation = Vec::new();
+        }
+        new.history[3].evaluation = vec![result("previous", 0.6), result("alphabeta:depth=5", 0.9)];
+        let runs = [old.clone(), new.clone()];
+        assert_eq!(shared_opponent(&runs).as_deref(), Some("alphabeta:depth=5"));
+        assert_eq!(new.scores_against("alphabeta:depth=5", XAxis::Iterations), vec![(4.0, 0.9)]);
+        assert_eq!(old.scores_against("alphabeta:depth=5", XAxis::Hours), vec![(20.0 / 60.0, 0.4)]);
+        new.history[3].evaluation = vec![result("greedy", 0.6)];
+        assert_eq!(shared_opponent(&[old, new]), None);
+    }
+
     /// The comparison names every run in its legend.
     #[test]
     fn a_comparison_draws_every_run() {
@@ -570,6 +636,7 @@ mod drawing_tests {
         for needle in ["fast-recipe", "plain-recipe", "fast-recipe: sims=800 vs alphabeta:ms=1000"] {
             assert!(text.contains(needle), "{needle} missing");
         }
+        assert!(text.contains("score against random"), "both runs evaluated against random");
         let error = plot_comparison(&[dir.path().join("nothing")], &svg, XAxis::Hours).unwrap_err();
         assert!(error.to_string().contains("nothing"), "{error}");
     }

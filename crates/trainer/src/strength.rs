@@ -93,7 +93,7 @@ pub fn record(run: &Path, record: StrengthRecord) -> Result<(), TrainError> {
     let mut all = read(run)?;
     all.retain(|r| !(r.same_curve(&record) && r.iteration == record.iteration));
     all.push(record);
-    all.sort_by(|a, b| (a.curve(), a.iteration).cmp(&(b.curve(), b.iteration)));
+    all.sort_by_key(|a| (a.curve(), a.iteration));
     let mut text = String::new();
     for r in &all {
         text.push_str(&to_json_checked(r, &file)?);

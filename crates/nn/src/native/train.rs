@@ -12,7 +12,7 @@
 //! checkpoints are unchanged. Gradients match burn's autograd to float
 //! rounding (tests below).
 //!
-//! A batch is cut into chunks of at most [`super::MAX_TILES`] tiles, each
+//! A batch is cut into chunks of at most [`TRAIN_MAX_TILES`] tiles, each
 //! run forward and backward on its own (the loss is a mean over positions,
 //! so this is exact) while its activations stay in the core's caches. Each
 //! chunk's gradient goes to its own slot and the slots are summed in chunk
@@ -33,6 +33,12 @@ use crate::checkpoint::CheckpointError;
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 use crate::model::Net;
 use crate::train::{LearnerConfig, Losses, OptimizerKind, PreparedBatch};
+
+/// Tiles per training chunk (16 positions of 8x8): half of inference's
+/// sub-batch, because a chunk also keeps every activation and its gradient.
+/// Measured on AVX2 (b4c48, 8x8, batch 256): 11% faster on one thread and
+/// 20% on two than 512 tiles.
+const TRAIN_MAX_TILES: usize = 256;
 
 /// A network's parameters in burn's layouts and visiting order.
 #[derive(Clone, Debug, PartialEq)]
@@ -684,7 +690,7 @@ impl NativeLearner {
         let layout = &self.layout;
         layout.to_native(&self.parameters.values, &mut self.weights);
         let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
-        let per_chunk = (super::MAX_TILES / geometry.tiles_per_position()).max(1);
+        let per_chunk = (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1);
         let chunks = data.len().div_ceil(per_chunk);
         if self.slots.len() < chunks {
             self.slots.resize_with(chunks, Slot::default);
