@@ -154,6 +154,18 @@ impl RunData {
         }
     }
 
+    /// Every opponent the run's evaluations met (`previous` included), in
+    /// the order first met.
+    fn opponents(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for result in self.history.iter().flat_map(|m| &m.evaluation) {
+            if !names.contains(&result.opponent) {
+                names.push(result.opponent.clone());
+            }
+        }
+        names
+    }
+
     /// The run's own evaluation scores against `opponent`, each point
     /// `(x, score)`.
     fn scores_against(&self, opponent: &str, axis: XAxis) -> Vec<(f64, f64)> {
@@ -319,10 +331,7 @@ fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
-    root.fill(&WHITE).map_err(e)?;
-    let root = root.titled(&format!("konane training: {}", run.title), ("sans-serif", 28)).map_err(e)?;
-    let panels = root.split_evenly((panels, 1));
+    let panels = titled_panels(root, &run.title, 28, panels)?;
     let history = &run.history;
     let x = |m: &IterationMetrics| run.x(m.iteration, axis).expect("an iteration of the history");
     let x_desc = x_label(axis, run.start_seconds > 0.0);
@@ -339,24 +348,8 @@ where
     ];
     panel(&panels[0], "losses", x_desc, "loss", &losses, None)?;
 
-    let mut opponents: Vec<String> = Vec::new();
-    for m in history {
-        for r in &m.evaluation {
-            if !opponents.contains(&r.opponent) {
-                opponents.push(r.opponent.clone());
-            }
-        }
-    }
-    let rates: Vec<Series> = opponents
-        .iter()
-        .map(|o| {
-            let points = history
-                .iter()
-                .filter_map(|m| m.evaluation.iter().find(|r| &r.opponent == o).map(|r| (x(m), r.score)))
-                .collect();
-            (format!("vs {o}"), points)
-        })
-        .collect();
+    let rates: Vec<Series> =
+        run.opponents().into_iter().map(|o| (format!("vs {o}"), run.scores_against(&o, axis))).collect();
     panel(&panels[1], "win rate of the network", x_desc, "win rate", &rates, Some((0.0, 1.0)))?;
 
     let elo: Vec<Series> = vec![
@@ -374,6 +367,23 @@ where
     Ok(())
 }
 
+/// A white figure titled "konane training: `title`", cut into `count`
+/// panels stacked vertically.
+fn titled_panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    font_size: u32,
+    count: usize,
+) -> Result<Vec<DrawingArea<DB, Shift>>, String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let root = root.titled(&format!("konane training: {title}"), ("sans-serif", font_size)).map_err(e)?;
+    Ok(root.split_evenly((count, 1)))
+}
+
 fn draw_comparison<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     runs: &[RunData],
@@ -382,15 +392,11 @@ fn draw_comparison<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let e = |err: DrawingAreaErrorKind<DB::ErrorType>| err.to_string();
-    root.fill(&WHITE).map_err(e)?;
     let names: Vec<&str> = runs.iter().map(|r| r.title.as_str()).collect();
-    let title = format!("konane training: {}", names.join(" / "));
-    let root = root.titled(&title, ("sans-serif", 24)).map_err(e)?;
     let rated = runs.iter().any(|r| !r.strength.is_empty());
     let shared = shared_opponent(runs);
     let count = 1 + usize::from(shared.is_some()) + usize::from(rated);
-    let panels = root.split_evenly((count, 1));
+    let panels = titled_panels(root, &names.join(" / "), 24, count)?;
     let x_desc = x_label(axis, runs.iter().any(|r| r.start_seconds > 0.0));
     let elo: Vec<Series> = runs
         .iter()
@@ -420,18 +426,9 @@ where
 /// The first baseline every run evaluated against (in the first run's
 /// order): runs with different anchor sets still share a curve on it.
 fn shared_opponent(runs: &[RunData]) -> Option<String> {
-    let opponents = |run: &RunData| -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for result in run.history.iter().flat_map(|m| &m.evaluation) {
-            if result.opponent != "previous" && !names.contains(&result.opponent) {
-                names.push(result.opponent.clone());
-            }
-        }
-        names
-    };
     let (first, rest) = runs.split_first()?;
-    let others: Vec<Vec<String>> = rest.iter().map(opponents).collect();
-    opponents(first).into_iter().find(|name| others.iter().all(|o| o.contains(name)))
+    let others: Vec<Vec<String>> = rest.iter().map(RunData::opponents).collect();
+    first.opponents().into_iter().find(|name| name != "previous" && others.iter().all(|o| o.contains(name)))
 }
 
 fn panel<DB: DrawingBackend>(

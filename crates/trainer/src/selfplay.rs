@@ -403,15 +403,14 @@ impl<'a> Worker<'a> {
         game.position.play_unchecked(mv);
         game.ply += 1;
         self.stats.moves += 1;
-        if game.position.is_over() {
-            game.search.advance(mv);
-            return true;
+        let over = game.position.is_over();
+        if !over {
+            // The next move's budget before the tree moves on: its root gets
+            // noise only if it is a full (recorded) search.
+            self.plan_move(game);
         }
-        // The next move's budget first: its root gets noise only if it is
-        // a full (recorded) search.
-        self.plan_move(game);
         game.search.advance(mv);
-        false
+        over
     }
 
     /// Whether the side to move wins, if the position is small enough to
