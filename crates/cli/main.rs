@@ -35,6 +35,8 @@ enum Command {
     BenchNet(commands::bench_net::Args),
     /// Measure training speed (samples/s of gradient steps) per thread count.
     BenchTrain(commands::bench_train::Args),
+    /// Load-test the web server on 127.0.0.1: clients playing and analysing at once.
+    BenchServe(commands::bench_serve::Args),
     /// Train a network by self-play (default: the quick 6x6 config).
     Train(commands::train::Args),
     /// Draw a run's training curves (loss, win rate, Elo) to PNG or SVG.
@@ -45,6 +47,8 @@ enum Command {
     Play(commands::play::Args),
     /// Run an engine speaking KTP (the Kōnane Text Protocol) on stdin/stdout.
     Ktp(commands::ktp::Args),
+    /// Serve the web board and its JSON API (docs/api.md) on 127.0.0.1:8080.
+    Serve(commands::serve::Args),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -57,11 +61,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Accuracy(args) => commands::accuracy::run(args),
         Command::BenchNet(args) => commands::bench_net::run(args),
         Command::BenchTrain(args) => commands::bench_train::run(args),
+        Command::BenchServe(args) => commands::bench_serve::run(args),
         Command::Train(args) => commands::train::run(args),
         Command::Plot(args) => commands::plot::run(args),
         Command::Rate(args) => commands::rate::run(args),
         Command::Play(args) => commands::play::run(args),
         Command::Ktp(args) => commands::ktp::run(args),
+        Command::Serve(args) => commands::serve::run(args),
     }
 }
 

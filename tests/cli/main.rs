@@ -9,4 +9,5 @@ mod bad_input;
 mod bench_net;
 mod ktp;
 mod play;
+mod serve;
 mod train;

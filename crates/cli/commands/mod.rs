@@ -2,6 +2,7 @@
 
 pub mod accuracy;
 pub mod bench_net;
+pub mod bench_serve;
 pub mod bench_train;
 pub mod eval;
 pub mod ktp;
@@ -9,6 +10,7 @@ pub mod perft;
 pub mod play;
 pub mod plot;
 pub mod rate;
+pub mod serve;
 pub mod show;
 pub mod solve;
 pub mod tournament;
@@ -18,6 +20,13 @@ use std::io;
 
 use anyhow::Context;
 use konane_rules::{Position, Size};
+
+/// The shipped networks, compiled into the binary so that `play` and
+/// `serve` work from any directory: (name, network file).
+pub const SHIPPED_MODELS: [(&str, &[u8]); 2] = [
+    ("8x8", include_bytes!("../../../checkpoints/8x8/net.knet")),
+    ("6x6", include_bytes!("../../../checkpoints/6x6/net.knet")),
+];
 
 /// Reads an argument that may be a size (`8x8`: its start position) or a
 /// position string (`WBWB/B.BW/W..B/BWBW w`).

@@ -19,8 +19,8 @@ use konane_players::{Limits, Player};
 use konane_rules::{Cell, Color, Move, Position, Size, Symmetry};
 
 /// The network `konane play` uses when no `--model` is given: the shipped
-/// 6x6 checkpoint, compiled into the binary so it works from any directory.
-const DEFAULT_MODEL: &[u8] = include_bytes!("../../../checkpoints/6x6/net.knet");
+/// 6x6 checkpoint.
+const DEFAULT_MODEL: &[u8] = super::SHIPPED_MODELS[1].1;
 const DEFAULT_MODEL_NAME: &str = "checkpoints/6x6 (embedded)";
 
 /// Arguments of `konane play`.

@@ -537,6 +537,35 @@ impl Search {
         })
     }
 
+    /// The line the search expects after the root move `first`: `first`,
+    /// then at each node the most visited reply, while the tree goes on (at
+    /// most `max_len` moves). Empty if `first` is not a root move.
+    pub fn principal_variation(&self, first: Move, max_len: usize) -> Vec<Move> {
+        let mut line = Vec::new();
+        let Some(mut node) = self.root_nodes().iter().position(|n| n.mv == first).map(|i| {
+            let root = self.tree.root();
+            root.first_child as usize + i
+        }) else {
+            return line;
+        };
+        while line.len() < max_len {
+            let current = &self.tree.nodes[node];
+            line.push(current.mv);
+            if current.state != State::Expanded {
+                break;
+            }
+            let best = current
+                .children()
+                .filter(|&c| self.tree.nodes[c].visits > 0)
+                .max_by_key(|&c| self.tree.nodes[c].visits);
+            match best {
+                Some(child) => node = child,
+                None => break,
+            }
+        }
+        line
+    }
+
     /// Mean value of the search for the side to move at the root, in
     /// [-1, 1]; exactly ±1 once the root is proven, 0 before any simulation.
     pub fn root_value(&self) -> f32 {
@@ -899,6 +928,35 @@ mod tests {
             let root = search.tree.root();
             assert_eq!(root.visits as u64, search.simulations());
         }
+    }
+
+    /// Each move of a principal variation is legal where it is played, and
+    /// is the most visited reply of the node before it.
+    #[test]
+    fn principal_variations_follow_the_most_visited_legal_replies() {
+        let start = midgame("6x6", 4);
+        let mut search = Search::new(SearchConfig::default(), 5);
+        search.set_root(start);
+        search.run(&mut UniformEvaluator::default(), 2000, None).unwrap();
+        let best = search.best_move().unwrap();
+        let line = search.principal_variation(best, 6);
+        assert!(line.len() >= 3, "2000 simulations go deeper than two plies: {line:?}");
+        assert_eq!(line[0], best);
+        let mut position = start;
+        for &mv in &line {
+            assert!(position.is_legal(mv), "{mv:?} in {position}");
+            position.play_unchecked(mv);
+        }
+        // The second move is the most visited child of the first.
+        let first = search.root_nodes().iter().position(|n| n.mv == best).unwrap();
+        let node = &search.tree.nodes[search.tree.root().first_child as usize + first];
+        let most = node.children().max_by_key(|&c| search.tree.nodes[c].visits).unwrap();
+        assert_eq!(search.tree.nodes[most].visits, node.children().map(|c| search.tree.nodes[c].visits).max().unwrap());
+        assert_eq!(line[1], search.tree.nodes[most].mv);
+        assert_eq!(search.principal_variation(best, 1), vec![best]);
+        let illegal = Move::Remove(konane_rules::Cell(0));
+        assert!(!start.is_legal(illegal));
+        assert!(search.principal_variation(illegal, 6).is_empty());
     }
 
     #[test]
