@@ -142,7 +142,7 @@ async fn play(client: &mut Client, config: &LoadConfig, index: usize, deadline: 
                     return Err(format!("game {id}: holds {:?}, its client made {expected:?}", moves_of(&current)));
                 }
                 ply += 1;
-                if ply % 8 == 0 && current["over"] != true {
+                if ply.is_multiple_of(8) && current["over"] != true {
                     let body = json!({"sims": config.analysis_sims});
                     let analysis =
                         client.send(reqwest::Method::POST, &format!("/api/v1/games/{id}/analysis"), Some(body)).await?;

@@ -294,7 +294,7 @@ async fn play(client: &Client, base: &str) -> Outcome {
     assert_eq!(moves[2], text);
     replay(&moves)?;
     let reply = &moves[3];
-    let marked = reply.split('-').last().unwrap_or(reply);
+    let marked = reply.split('-').next_back().unwrap_or(reply);
     assert!(classes(client, marked).await.contains("last"), "the reply {reply} is marked");
 
     // Undo takes back the reply and the jump.
