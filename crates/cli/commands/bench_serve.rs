@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use konane_nn::{Backend, checkpoint};
+use konane_nn::Backend;
 use konane_server::engine::Engines;
 use konane_server::load::{LoadConfig, run_local};
 use konane_server::{App, ServerLimits};
@@ -35,15 +35,7 @@ pub struct Args {
 
 /// Runs the load and prints what the clients saw.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let backend = Backend::Native;
-    let models = super::SHIPPED_MODELS
-        .iter()
-        .map(|(name, bytes)| {
-            let (net, header) =
-                checkpoint::load_bytes(bytes, &format!("checkpoints/{name} (embedded)"), &backend.device())?;
-            Ok(super::serve::model(name, net, Some(header), backend))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let models = super::serve::shipped_models(Backend::Native)?;
     let threads = args.search_threads.unwrap_or_else(super::cores);
     // One address sends everything here: no rate limit.
     let limits = ServerLimits { rate: 100_000, ..ServerLimits::default() };

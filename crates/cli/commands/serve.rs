@@ -55,14 +55,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let backend = args.backend;
     let models = if args.models.is_empty() {
-        super::SHIPPED_MODELS
-            .iter()
-            .map(|(name, bytes)| {
-                let (net, header) =
-                    checkpoint::load_bytes(bytes, &format!("checkpoints/{name} (embedded)"), &backend.device())?;
-                Ok(model(name, net, Some(header), backend))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?
+        shipped_models(backend)?
     } else {
         let mut models: Vec<Model> = Vec::new();
         for text in &args.models {
@@ -98,9 +91,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     .with_context(|| format!("serving on {address}"))
 }
 
+/// The networks built into the binary, as models named after their
+/// directories (`8x8`, `6x6`).
+///
+/// # Errors
+/// An embedded file does not load (a build from a damaged checkout).
+pub fn shipped_models(backend: Backend) -> anyhow::Result<Vec<Model>> {
+    super::SHIPPED_MODELS
+        .iter()
+        .map(|(name, bytes)| {
+            let (net, header) =
+                checkpoint::load_bytes(bytes, &format!("checkpoints/{name} (embedded)"), &backend.device())?;
+            Ok(model(name, net, Some(header), backend))
+        })
+        .collect()
+}
+
 /// A model named `name`: one search thread per game search, the player's
 /// default search.
-pub fn model(name: &str, net: konane_nn::Net, header: Option<checkpoint::NetHeader>, backend: Backend) -> Model {
+fn model(name: &str, net: konane_nn::Net, header: Option<checkpoint::NetHeader>, backend: Backend) -> Model {
     let limits = Limits { nodes: Some(konane_server::DEFAULT_GAME_SIMS), ..Limits::default() };
     let factory = NetFactory::tuned(net, backend, limits, SearchPatch::default(), 1, name.to_string())
         .expect("the default search settings are in range");

@@ -224,9 +224,7 @@ impl Engines {
         stop: impl Fn() -> bool + Send + 'static,
         report: impl FnMut(&Analysis) -> bool + Send + 'static,
     ) -> Result<Analysis, ApiError> {
-        if position.is_over() {
-            return Err(ApiError::conflict(format!("the game is over: {} has no move", position.side_to_move())));
-        }
+        ensure_not_over(&position)?;
         self.run(move |engines| {
             engines.with_player(model, |player, name| search(player, name, position, budget, every, &stop, report))
         })
@@ -247,9 +245,7 @@ impl Engines {
         seed: u64,
         stop: impl Fn() -> bool + Send + 'static,
     ) -> Result<(Move, Option<Analysis>), ApiError> {
-        if position.is_over() {
-            return Err(ApiError::conflict(format!("the game is over: {} has no move", position.side_to_move())));
-        }
+        ensure_not_over(&position)?;
         let (model, sims) = match opponent {
             Opponent::Network { model, sims } => (model, sims),
             Opponent::Human => (self.model_for(position.size()), crate::DEFAULT_GAME_SIMS),
@@ -291,6 +287,14 @@ impl Engines {
         }
         answer
     }
+}
+
+/// Refuses a finished game: there is nothing to play or analyse (409).
+pub(crate) fn ensure_not_over(position: &Position) -> Result<(), ApiError> {
+    if position.is_over() {
+        return Err(ApiError::conflict(format!("the game is over: {} has no move", position.side_to_move())));
+    }
+    Ok(())
 }
 
 /// The search loop of [`Engines::analyse`], on a blocking thread.

@@ -37,6 +37,13 @@ impl GameState {
         GameState { game, human, opponent, estimates, version: 0, last_used: Instant::now() }
     }
 
+    /// Keeps black's winning chance as the engine's estimate of the
+    /// position now.
+    pub fn set_estimate(&mut self, black_win_chance: f32) {
+        let ply = self.game.moves().len();
+        self.estimates[ply] = Some(black_win_chance);
+    }
+
     /// Records a change: the estimates follow the moves.
     pub fn changed(&mut self) {
         self.version += 1;

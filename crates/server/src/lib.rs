@@ -282,6 +282,15 @@ impl App {
         }
     }
 
+    /// The budget of a search request: `sims` (default `default_sims`) and
+    /// `ms`; with only `ms` given, time bounds the search and simulations
+    /// only by the server's limit.
+    fn budget(&self, sims: Option<u64>, ms: Option<u64>, default_sims: u64) -> Result<Budget, ApiError> {
+        let time = self.ms(ms)?;
+        let sims = if time.is_some() && sims.is_none() { self.limits.max_sims } else { self.sims(sims, default_sims)? };
+        Ok(Budget { sims, time })
+    }
+
     fn opponent(&self, request: Option<OpponentRequest>, size: Size) -> Result<Opponent, ApiError> {
         let request = request.unwrap_or(OpponentRequest { kind: "network".into(), ..OpponentRequest::default() });
         let only = |kind: &str, allowed: &[&str]| -> Result<(), ApiError> {
@@ -303,8 +312,9 @@ impl App {
             }
             "alphabeta" => {
                 only("alphabeta", &["ms"])?;
-                let ms = self.ms(Some(request.ms.unwrap_or(DEFAULT_ALPHABETA_MS.min(self.limits.max_ms))))?;
-                Opponent::AlphaBeta { ms: ms.map_or(DEFAULT_ALPHABETA_MS, |d| d.as_millis() as u64) }
+                let ms = request.ms.unwrap_or(DEFAULT_ALPHABETA_MS.min(self.limits.max_ms));
+                self.ms(Some(ms))?;
+                Opponent::AlphaBeta { ms }
             }
             "greedy" => only("greedy", &[]).map(|()| Opponent::Greedy)?,
             "random" => only("random", &[]).map(|()| Opponent::Random)?,
@@ -443,10 +453,7 @@ async fn play_move(
     let entry = app.games.get(&id)?;
     {
         let mut state = entry.lock();
-        let position = *state.game.position();
-        if position.is_over() {
-            return Err(ApiError::conflict(format!("the game is over: {} has no move", position.side_to_move())));
-        }
+        engine::ensure_not_over(state.game.position())?;
         state.game.play_text(&text).map_err(|e| ApiError::bad_request(format!("'{text}': {e}")))?;
         state.changed();
     }
@@ -477,13 +484,22 @@ async fn undo(
     Ok(Json(app.view(&id, &entry)))
 }
 
+/// A game's search lock, held, with the position and version the game had
+/// once the lock was taken.
+struct Locked {
+    guard: tokio::sync::OwnedMutexGuard<()>,
+    position: Position,
+    version: u64,
+}
+
 /// Takes the game's search lock, waiting a little for a search that is
 /// ending (a live analysis whose page just moved on).
-async fn search_lock(entry: &games::Entry) -> Result<tokio::sync::OwnedMutexGuard<()>, ApiError> {
-    match tokio::time::timeout(SEARCH_WAIT, Arc::clone(&entry.search).lock_owned()).await {
-        Ok(guard) => Ok(guard),
-        Err(_) => Err(ApiError::conflict("the game already runs a search; wait for it or close its analysis")),
-    }
+async fn lock_game(entry: &games::Entry) -> Result<Locked, ApiError> {
+    let guard = tokio::time::timeout(SEARCH_WAIT, Arc::clone(&entry.search).lock_owned())
+        .await
+        .map_err(|_| ApiError::conflict("the game already runs a search; wait for it or close its analysis"))?;
+    let state = entry.lock();
+    Ok(Locked { guard, position: *state.game.position(), version: state.version })
 }
 
 async fn genmove(
@@ -493,34 +509,27 @@ async fn genmove(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let Path(id) = id?;
     let request: GenmoveRequest = parse_json(&body?)?;
-    let time = app.ms(request.ms)?;
     let entry = app.games.get(&id)?;
-    let asked_at = entry.lock().version;
-    let searching = search_lock(&entry).await?;
-    let (position, version, opponent) = {
+    let (asked_at, opponent) = {
         let state = entry.lock();
-        (*state.game.position(), state.version, state.opponent.clone())
+        (state.version, state.opponent.clone())
     };
+    let default_sims = match opponent {
+        Opponent::Network { sims, .. } => sims,
+        _ => DEFAULT_GAME_SIMS,
+    };
+    // No override: the opponent's own limit (a human opponent's network
+    // still keeps to the server's).
+    let budget = if request.sims.is_none() && request.ms.is_none() && opponent != Opponent::Human {
+        None
+    } else {
+        Some(app.budget(request.sims, request.ms, default_sims)?)
+    };
+    let Locked { guard: searching, position, version } = lock_game(&entry).await?;
     if version != asked_at {
         // Another search (or a move) went first: this request's move is stale.
         return Err(ApiError::conflict("the game changed while this request waited for its search; ask again"));
     }
-    let budget = match (request.sims, time) {
-        (None, None) if opponent == Opponent::Human => {
-            Some(Budget { sims: app.sims(None, DEFAULT_GAME_SIMS)?, time: None })
-        }
-        (None, None) => None,
-        (sims, time) => {
-            let default = match opponent {
-                Opponent::Network { sims, .. } => sims,
-                _ => DEFAULT_GAME_SIMS,
-            };
-            Some(Budget {
-                sims: if time.is_some() && sims.is_none() { app.limits.max_sims } else { app.sims(sims, default)? },
-                time,
-            })
-        }
-    };
     let stop = StopOnDrop::new();
     let (mv, analysis) = app.engines.choose(opponent, position, budget, app.next_seed(), stop.flag()).await?;
     let mut state = entry.lock();
@@ -528,8 +537,7 @@ async fn genmove(
         return Err(ApiError::conflict("the game changed while the engine searched; ask again"));
     }
     if let Some(analysis) = &analysis {
-        let ply = state.game.moves().len();
-        state.estimates[ply] = Some(analysis.black_win_chance);
+        state.set_estimate(analysis.black_win_chance);
     }
     state.game.play_legal(mv);
     state.changed();
@@ -541,13 +549,8 @@ async fn genmove(
 
 /// The budget and model of an analysis request.
 fn analysis_terms(app: &App, request: &AnalysisRequest, size: Size) -> Result<(usize, Budget), ApiError> {
-    let time = app.ms(request.ms)?;
-    let sims = if time.is_some() && request.sims.is_none() {
-        app.limits.max_sims
-    } else {
-        app.sims(request.sims, DEFAULT_ANALYSIS_SIMS)?
-    };
-    Ok((app.model(request.model.as_deref(), size)?, Budget { sims, time }))
+    let budget = app.budget(request.sims, request.ms, DEFAULT_ANALYSIS_SIMS)?;
+    Ok((app.model(request.model.as_deref(), size)?, budget))
 }
 
 /// Keeps a finished analysis as the game's estimate at its ply, if the
@@ -555,8 +558,7 @@ fn analysis_terms(app: &App, request: &AnalysisRequest, size: Size) -> Result<(u
 fn keep_estimate(entry: &games::Entry, version: u64, analysis: &Analysis) {
     let mut state = entry.lock();
     if state.version == version {
-        let ply = state.game.moves().len();
-        state.estimates[ply] = Some(analysis.black_win_chance);
+        state.set_estimate(analysis.black_win_chance);
     }
 }
 
@@ -573,12 +575,8 @@ async fn analysis_once(
     let entry = app.games.get(&id)?;
     let size = entry.lock().game.position().size();
     let (model, budget) = analysis_terms(&app, &request, size)?;
-    let _searching = search_lock(&entry).await?;
     // The position once the game's previous search let go.
-    let (position, version) = {
-        let state = entry.lock();
-        (*state.game.position(), state.version)
-    };
+    let Locked { guard: _searching, position, version } = lock_game(&entry).await?;
     let stop = StopOnDrop::new();
     let analysis = app.engines.analyse(model, position, budget, None, stop.flag(), |_| true).await?;
     keep_estimate(&entry, version, &analysis);
@@ -599,15 +597,9 @@ async fn analysis_stream(
     let entry = app.games.get(&id)?;
     let size = entry.lock().game.position().size();
     let (model, budget) = analysis_terms(&app, &request, size)?;
-    let searching = search_lock(&entry).await?;
     // The position once the game's previous search let go.
-    let (position, version) = {
-        let state = entry.lock();
-        (*state.game.position(), state.version)
-    };
-    if position.is_over() {
-        return Err(ApiError::conflict(format!("the game is over: {} has no move", position.side_to_move())));
-    }
+    let Locked { guard: searching, position, version } = lock_game(&entry).await?;
+    engine::ensure_not_over(&position)?;
     let (sender, receiver) = tokio::sync::mpsc::channel::<Event>(4);
     let engines = Arc::clone(&app.engines);
     tokio::spawn(async move {
