@@ -877,7 +877,11 @@ function wire() {
   $("size-cols").addEventListener("input", onDimsInput);
   $("size-rows").addEventListener("input", onDimsInput);
   $("opponent").addEventListener("change", onOpponentChange);
-  $("strength").addEventListener("change", clampStrength);
+  // An emptied field stays empty while the user types (WebDriver's clear()
+  // fires change too); the default fills it only when a game is created.
+  $("strength").addEventListener("change", () => {
+    if ($("strength").value.trim() !== "") clampStrength();
+  });
 
   $("undo").addEventListener("click", undo);
   $("hint").addEventListener("click", hint);

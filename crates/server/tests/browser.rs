@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use konane_mcts::SearchPatch;
@@ -127,7 +128,7 @@ fn in_browser(app: Arc<App>, drive: impl AsyncFnOnce(&Client, &str) -> Outcome) 
 }
 
 /// The README's two screenshots (`docs/images/`), with the shipped 8x8
-/// network: `cargo test --release -p konane-server --test browser -- --ignored`.
+/// network: `CI=1 cargo test --workspace --test browser -- --ignored`.
 #[test]
 #[ignore = "writes docs/images/; run by hand with the shipped networks"]
 fn readme_screenshots() {
@@ -178,6 +179,9 @@ fn readme_screenshots() {
         client.find(Locator::Css("#analyse")).await?.click().await?;
         tokio::time::sleep(Duration::from_secs(3)).await;
         client.find(Locator::Css("#heatmap")).await?.click().await?;
+        // Tall enough for the board, its heat map and the whole analysis panel.
+        client.set_window_size(1280, 1300).await?;
+        client.execute("window.scrollTo(0, 0)", vec![]).await?;
         tokio::time::sleep(Duration::from_millis(500)).await;
         std::fs::write(images.join("web-board-analysis.png"), client.screenshot().await?)?;
         Ok(())
@@ -250,6 +254,8 @@ async fn play(client: &Client, base: &str) -> Outcome {
     strength.send_keys("32").await?;
     client.find(Locator::Css("#new-game")).await?.click().await?;
     client.wait().at_most(Duration::from_secs(30)).for_element(Locator::Css("#board [data-cell='f6']")).await?;
+    let typed = client.find(Locator::Css("#strength")).await?.prop("value").await?;
+    assert_eq!(typed.as_deref(), Some("32"), "the typed strength is the game's strength");
 
     // An illegal click explains itself: b1 is no removal cell.
     click_cell(client, "b1").await?;
@@ -301,6 +307,21 @@ async fn play(client: &Client, base: &str) -> Outcome {
     client.find(Locator::Css("#undo")).await?.click().await?;
     wait_until("the undo", async || move_list(client).await.len() == 2).await?;
 
+    // The same jump by keyboard: Enter on the stone, arrow keys to the
+    // landing cell, Enter again; then take it back once more.
+    keys(&client.find(Locator::Css(&format!("#board [data-cell='{from}']"))).await?, &[Key::Enter]).await?;
+    wait_until("the stone selected by keyboard", async || classes(client, from).await.contains("selected")).await?;
+    for arrow in arrows(from, to)? {
+        keys(&client.active_element().await?, &[arrow]).await?;
+    }
+    let focused = client.active_element().await?.attr("data-cell").await?;
+    assert_eq!(focused.as_deref(), Some(to), "the arrow keys lead from {from} to {to}");
+    keys(&client.active_element().await?, &[Key::Enter]).await?;
+    wait_until("the keyboard jump and the reply", async || move_list(client).await.len() == 4).await?;
+    assert_eq!(move_list(client).await[2], text);
+    client.find(Locator::Css("#undo")).await?.click().await?;
+    wait_until("the second undo", async || move_list(client).await.len() == 2).await?;
+
     // A hint marks a move on the board.
     client.find(Locator::Css("#hint")).await?.click().await?;
     wait_until("a hint on the board", async || {
@@ -323,5 +344,48 @@ async fn play(client: &Client, base: &str) -> Outcome {
     let png = client.screenshot().await?;
     assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
     std::fs::write(screenshot_path("web-board.png"), png)?;
+
+    // On a phone-sized screen the board fits the width with touchable cells.
+    client.set_window_size(390, 844).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let layout = client
+        .execute(
+            "const board = document.getElementById('board').getBoundingClientRect();
+             const cell = document.querySelector('#board button.cell').getBoundingClientRect();
+             return [document.documentElement.scrollWidth, window.innerWidth, board.left, board.right, cell.width];",
+            vec![],
+        )
+        .await?;
+    let numbers: Vec<f64> = serde_json::from_value(layout)?;
+    let [scroll_width, width, left, right, cell] = numbers[..] else { return Err("five layout numbers".into()) };
+    assert!(width <= 400.0, "the window is phone-sized ({width} px)");
+    assert!(scroll_width <= width, "no sideways scrolling on a phone: {scroll_width} px of {width}");
+    assert!(left >= 0.0 && right <= width, "the board ({left}..{right} px) fits the {width} px screen");
+    assert!(cell >= 32.0, "6x6 cells are big enough to tap on a phone ({cell} px)");
+    std::fs::write(screenshot_path("web-board-phone.png"), client.screenshot().await?)?;
     Ok(())
+}
+
+async fn keys(element: &fantoccini::elements::Element, keys: &[Key]) -> Outcome {
+    let text: String = keys.iter().map(|&k| char::from(k)).collect();
+    element.send_keys(&text).await?;
+    Ok(())
+}
+
+/// The arrow keys that move the focus from one cell to another on the same
+/// row or column (rows count up the screen: ArrowUp is the next row).
+fn arrows(from: &str, to: &str) -> Result<Vec<Key>, Box<dyn Error>> {
+    let cell = |name: &str| -> Result<(i32, i32), Box<dyn Error>> {
+        let (col, row) = name.split_at(1);
+        Ok((i32::from(col.as_bytes()[0]) - i32::from(b'a'), row.parse()?))
+    };
+    let ((c0, r0), (c1, r1)) = (cell(from)?, cell(to)?);
+    let (key, steps) = match (c1 - c0, r1 - r0) {
+        (dc, 0) if dc > 0 => (Key::Right, dc),
+        (dc, 0) => (Key::Left, -dc),
+        (0, dr) if dr > 0 => (Key::Up, dr),
+        (0, dr) => (Key::Down, -dr),
+        _ => return Err(format!("{from}-{to} is no straight jump").into()),
+    };
+    Ok(vec![key; steps as usize])
 }
