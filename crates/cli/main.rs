@@ -39,6 +39,8 @@ enum Command {
     BenchServe(commands::bench_serve::Args),
     /// Train a network by self-play (default: the quick 6x6 config).
     Train(commands::train::Args),
+    /// Play self-play games for a learner's run (`konane train --role learner`) on shared storage.
+    Selfplay(commands::selfplay::Args),
     /// Draw a run's training curves (loss, win rate, Elo) to PNG or SVG.
     Plot(commands::plot::Args),
     /// Rate a run's checkpoints against one opponent: its strength curve.
@@ -63,6 +65,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::BenchTrain(args) => commands::bench_train::run(args),
         Command::BenchServe(args) => commands::bench_serve::run(args),
         Command::Train(args) => commands::train::run(args),
+        Command::Selfplay(args) => commands::selfplay::run(args),
         Command::Plot(args) => commands::plot::run(args),
         Command::Rate(args) => commands::rate::run(args),
         Command::Play(args) => commands::play::run(args),

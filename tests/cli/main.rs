@@ -7,6 +7,7 @@ mod common;
 mod accuracy;
 mod bad_input;
 mod bench_net;
+mod cluster;
 mod ktp;
 mod play;
 mod serve;

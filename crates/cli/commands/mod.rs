@@ -10,6 +10,7 @@ pub mod perft;
 pub mod play;
 pub mod plot;
 pub mod rate;
+pub mod selfplay;
 pub mod serve;
 pub mod show;
 pub mod solve;

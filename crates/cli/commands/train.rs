@@ -1,5 +1,6 @@
 //! `konane train [CONFIG] [--run-dir DIR] [--resume DIR] [--override KEYS]
-//! [--init-from NET] [--iterations N]`: self-play training (the loop lives in konane-trainer).
+//! [--init-from NET] [--iterations N] [--role both|learner] [--exchange LOCATION]`:
+//! self-play training (the loop lives in konane-trainer).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use konane_trainer::trainer::Role;
 use konane_trainer::{Phase, RunObserver, TrainConfig, TrainOptions};
 
 use crate::memory;
@@ -39,25 +41,56 @@ pub struct Args {
     /// No progress bars.
     #[arg(long)]
     quiet: bool,
+    /// `both`: self-play, training and evaluation in this process;
+    /// `learner`: self-play by `konane selfplay` workers sharing the run's
+    /// storage, this process trains, evaluates and publishes networks
+    /// (docs/cluster.md).
+    #[arg(long, value_enum, default_value = "both")]
+    role: RoleArg,
+    /// With `--role learner`: the storage shared with the workers, a
+    /// directory or (in a build with `--features cloud`) an s3://, gs:// or
+    /// az:// URL; default: the run directory.
+    #[arg(long)]
+    exchange: Option<String>,
 }
 
-/// Validates the arguments, installs the Ctrl-C handler and trains.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let config = match &args.config {
-        Some(path) => Some(TrainConfig::load(path)?),
-        None => None,
-    };
+/// `--role`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RoleArg {
+    Both,
+    Learner,
+}
+
+/// A stop flag raised by Ctrl-C (the work stops at its next safe point); a
+/// second Ctrl-C exits at once, after `what_survives` is said.
+pub fn stop_on_ctrl_c(what_survives: &'static str) -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::SeqCst) {
-            let _ =
-                writeln!(std::io::stderr(), "\nsecond Ctrl-C: exiting now (the last complete checkpoint stays usable)");
+            let _ = writeln!(std::io::stderr(), "\nsecond Ctrl-C: exiting now ({what_survives})");
             std::process::exit(130);
         }
         let _ = writeln!(std::io::stderr(), "\nCtrl-C: stopping at the next safe point (Ctrl-C again to exit at once)");
     })
     .context("installing the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+/// Validates the arguments, installs the Ctrl-C handler and trains.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let role = match args.role {
+        RoleArg::Both => Role::Both,
+        RoleArg::Learner => Role::Learner,
+    };
+    if args.exchange.is_some() && role != Role::Learner {
+        anyhow::bail!("--exchange names the storage a learner shares with its workers: it needs --role learner");
+    }
+    let config = match &args.config {
+        Some(path) => Some(TrainConfig::load(path)?),
+        None => None,
+    };
+    let stop = stop_on_ctrl_c("the last complete checkpoint stays usable")?;
     let bars = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let options = TrainOptions {
         config,
@@ -68,6 +101,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         iterations: args.iterations,
         observer: Arc::new(Console { bars, bar: Mutex::new(None) }),
         stop,
+        role,
+        exchange: args.exchange,
         ..TrainOptions::default()
     };
     let outcome = konane_trainer::train(options)?;

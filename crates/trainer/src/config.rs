@@ -94,6 +94,9 @@ pub struct TrainConfig {
     pub checkpoint: CheckpointConfig,
     /// Optional supervised phase from a teacher before self-play.
     pub bootstrap: Option<BootstrapConfig>,
+    /// A learner and self-play workers as separate processes
+    /// (`konane train --role learner`, `konane selfplay`).
+    pub cluster: ClusterConfig,
 }
 
 impl Default for TrainConfig {
@@ -112,6 +115,7 @@ impl Default for TrainConfig {
             evaluation: EvaluationConfig::default(),
             checkpoint: CheckpointConfig::default(),
             bootstrap: None,
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -375,6 +379,31 @@ impl Default for CheckpointConfig {
     }
 }
 
+/// How a learner and its self-play workers share a run
+/// (`docs/cluster.md`). A single-process run ignores the table.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// Games a worker plays per shard, the unit it publishes: larger
+    /// shards mean fewer objects, smaller ones fresher games.
+    pub shard_games: usize,
+    /// The learner drops shards played by a network more than this many
+    /// generations older than its newest (and counts them).
+    pub max_generation_lag: u64,
+    /// Seconds between looks at the shared storage: the learner for new
+    /// shards, a worker for a newer network or the run's end.
+    pub poll_seconds: f64,
+    /// Seconds the learner's lease lasts unless renewed (a third of it
+    /// between renewals): how long a learner that died holds the run.
+    pub lease_seconds: f64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig { shard_games: 32, max_generation_lag: 2, poll_seconds: 1.0, lease_seconds: 60.0 }
+    }
+}
+
 /// Supervised phase before self-play (Thompson 2005): positions labelled by
 /// a minimax teacher.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -617,6 +646,11 @@ impl TrainConfig {
         }
         check("checkpoint.keep_last", self.checkpoint.keep_last, 2..=1000)?;
         check("checkpoint.keep_every", self.checkpoint.keep_every, 0..=1_000_000)?;
+        let c = &self.cluster;
+        check("cluster.shard_games", c.shard_games, 1..=100_000)?;
+        check("cluster.max_generation_lag", c.max_generation_lag, 0..=1_000_000)?;
+        check("cluster.poll_seconds", c.poll_seconds, 0.01..=3600.0)?;
+        check("cluster.lease_seconds", c.lease_seconds, 1.0..=86_400.0)?;
         if let Some(b) = &self.bootstrap {
             if b.teacher.baseline().is_none() {
                 return fail("bootstrap.teacher", "the teacher must be a baseline player (not net:)".into());

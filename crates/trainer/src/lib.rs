@@ -18,10 +18,15 @@
 //! 5. **Checkpoint** ([`run`]): network, optimizer state, replay window and
 //!    loop state in `checkpoints/iter-NNNNNN/`, then `LATEST` points at it.
 //!
+//! With `--role learner` ([`cluster`]) the self-play runs in separate
+//! worker processes that share the run's storage: the learner reads their
+//! shards instead of playing, and publishes each new network for them.
+//!
 //! [`trainer::train`] runs the loop; [`config::TrainConfig`] holds every knob.
 #![deny(missing_docs)]
 
 pub mod bootstrap;
+pub mod cluster;
 pub mod config;
 pub mod evaluation;
 pub mod metrics;
@@ -174,6 +179,13 @@ pub enum TrainError {
         /// The most positions solved.
         limit: usize,
     },
+    /// The storage a learner shares with its workers failed or refused.
+    #[error(transparent)]
+    Exchange(#[from] konane_exchange::ExchangeError),
+    /// A learner or worker cannot go on with what it found in the shared
+    /// storage (another worker of the same name, a network of another shape).
+    #[error("{0}")]
+    Cluster(String),
     /// The bootstrap teacher found no position (boards with no move).
     #[error("bootstrap: the teacher {teacher} found no position to label")]
     NothingToLabel {

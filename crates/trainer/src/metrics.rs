@@ -133,6 +133,9 @@ pub struct IterationMetrics {
     pub elo_chain: f64,
     /// Under gating: whether the new network became the self-play network.
     pub accepted: Option<bool>,
+    /// A learner's reading of its workers' shards (`--role learner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingest: Option<crate::cluster::IngestReport>,
     /// Wall-clock measurements.
     pub timing: Timing,
 }

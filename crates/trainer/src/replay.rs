@@ -261,6 +261,11 @@ impl ReplayBuffer {
         self.capacity
     }
 
+    /// The samples, oldest first, taken out of the window.
+    pub fn into_samples(self) -> Vec<PackedSample> {
+        self.samples.into()
+    }
+
     /// The samples, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &PackedSample> {
         self.samples.iter()

@@ -80,6 +80,9 @@ pub struct RunState {
     /// fresh weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_from: Option<String>,
+    /// A learner's progress through its workers' shards (`--role learner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingest: Option<crate::cluster::IngestState>,
 }
 
 impl RunState {
@@ -118,6 +121,9 @@ pub struct PartialIteration {
     pub train_seconds: f64,
     /// Wall time spent on the iteration before the stop.
     pub seconds: f64,
+    /// A learner's reading of shards for it (`--role learner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingest: Option<crate::cluster::IngestReport>,
 }
 
 /// The directory of checkpoint `iteration`.

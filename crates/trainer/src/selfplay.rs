@@ -57,6 +57,9 @@ pub enum Stream {
     BootstrapBatches = 8,
     /// The initial weights of a new run.
     InitialWeights = 9,
+    /// A cluster worker's shard (iteration: the shard's sequence number,
+    /// index: the worker name's hash).
+    WorkerShard = 10,
 }
 
 /// A seed for `(master, iteration, index, stream)`, mixed so that nearby
@@ -170,7 +173,8 @@ pub struct SelfPlayStats {
 }
 
 impl SelfPlayStats {
-    fn add(&mut self, other: &SelfPlayStats) {
+    /// Adds `other`'s totals to these.
+    pub fn add(&mut self, other: &SelfPlayStats) {
         self.games += other.games;
         self.moves += other.moves;
         self.samples += other.samples;

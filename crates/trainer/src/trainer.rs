@@ -17,6 +17,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::TrainError;
+use crate::cluster::{self, LearnerLink};
 use crate::config::TrainConfig;
 use crate::evaluation;
 use crate::metrics::{self, IterationMetrics, Timing};
@@ -54,6 +55,22 @@ pub struct TrainOptions {
     /// during self-play it keeps the previous iteration's checkpoint; later
     /// it checkpoints the iteration so far, which a resume finishes.
     pub stop: Arc<AtomicBool>,
+    /// Self-play in this process, or by workers ([`Role::Learner`]).
+    pub role: Role,
+    /// Under [`Role::Learner`]: the storage shared with the workers (a
+    /// directory or a URL); `None` is the run directory.
+    pub exchange: Option<String>,
+}
+
+/// Who plays the run's self-play games.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// This process: self-play, training, evaluation in turn.
+    #[default]
+    Both,
+    /// Workers in other processes (`konane selfplay`): this process reads
+    /// their shards, trains, evaluates and publishes networks for them.
+    Learner,
 }
 
 impl Default for TrainOptions {
@@ -68,6 +85,8 @@ impl Default for TrainOptions {
             iterations: None,
             observer: Arc::new(Quiet),
             stop: Arc::new(AtomicBool::new(false)),
+            role: Role::Both,
+            exchange: None,
         }
     }
 }
@@ -111,6 +130,8 @@ struct Loop {
     pool: rayon::ThreadPool,
     /// The evaluation opponents, `config.evaluation.opponents` in order.
     opponents: Vec<Box<dyn PlayerFactory>>,
+    /// Under [`Role::Learner`]: the shared storage and the lease.
+    link: Option<LearnerLink>,
 }
 
 /// What a loop starts from: a new run's network, or a checkpoint's files.
@@ -120,6 +141,7 @@ struct Origin {
     learner: Learner,
     replay: ReplayBuffer,
     state: RunState,
+    link: Option<LearnerLink>,
 }
 
 /// A network file of the run (the loads and initialisations of every run
@@ -198,6 +220,10 @@ pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
             break;
         }
     }
+    if let Some(link) = lp.link.take() {
+        let finished = (!stopped && lp.state.iteration >= last).then_some(lp.state.iteration);
+        link.close(finished)?;
+    }
     let net = checkpoint::resolve(&lp.run_dir)?;
     Ok(TrainOutcome {
         run_dir: lp.run_dir.clone(),
@@ -232,13 +258,39 @@ fn validate(config: &TrainConfig) -> Result<(), TrainError> {
     config.validate().map_err(|e| TrainError::Config(e.in_config("config")))
 }
 
-fn write_config(run_dir: &Path, config: &TrainConfig) -> Result<(), TrainError> {
-    let text = format!(
+/// A run directory's `config.toml`.
+fn config_text(config: &TrainConfig) -> String {
+    format!(
         "# The config of this run (konane train --resume refuses changes to it\n# unless --override names the keys).\n{}",
         config.to_toml()
-    );
-    konane_files::write_atomically(&run_dir.join("config.toml"), text.as_bytes())?;
+    )
+}
+
+fn write_config(run_dir: &Path, config: &TrainConfig) -> Result<(), TrainError> {
+    konane_files::write_atomically(&run_dir.join("config.toml"), config_text(config).as_bytes())?;
     Ok(())
+}
+
+/// Under [`Role::Learner`]: the run's shared storage, its lease taken and
+/// `config` published there (before anything else of the run is written,
+/// so that a second learner changes nothing).
+fn link_for(
+    options: &TrainOptions,
+    run_dir: &Path,
+    config: &TrainConfig,
+    new_run: bool,
+) -> Result<Option<LearnerLink>, TrainError> {
+    if options.role != Role::Learner {
+        return Ok(None);
+    }
+    let location = match &options.exchange {
+        Some(location) => location.clone(),
+        None => {
+            fs::create_dir_all(run_dir).map_err(|e| TrainError::io(run_dir, e))?;
+            run_dir.display().to_string()
+        }
+    };
+    Ok(Some(LearnerLink::open(&location, config, &config_text(config), new_run, options.stop.clone())?))
 }
 
 /// How starting or resuming a run ended.
@@ -280,6 +332,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
     let from_file = options.init_from.as_deref().map(|path| initial_net(path, &config, &device)).transpose()?;
     let opponents = player_factories(&config.evaluation.opponents, config.backend)?;
     let pool = pool(config.threads())?;
+    let link = link_for(options, &run_dir, &config, true)?;
     fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
     write_config(&run_dir, &config)?;
     tracing::info!(run = %run_dir.display(), init_from = ?options.init_from, "new run");
@@ -309,7 +362,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
         state.anchors = opponent_specs.iter().map(|s| (s.to_string(), 0.0)).collect();
     }
     let replay = ReplayBuffer::new(config.replay.window);
-    let origin = Origin { best: net.clone(), net, learner, replay, state };
+    let origin = Origin { best: net.clone(), net, learner, replay, state, link };
     let Some(mut lp) = Loop::new(config, run_dir.clone(), options, pool, opponents, origin)? else {
         return Ok(Begun::StoppedBeforeCheckpoint(run_dir));
     };
@@ -331,6 +384,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
     }
     metrics::rewrite(&lp.run_dir.join("metrics.jsonl"), &[])?;
     lp.checkpoint()?;
+    lp.publish()?;
     Ok(Begun::Running(Box::new(lp)))
 }
 
@@ -405,6 +459,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     validate(&config)?;
     let opponents = player_factories(&config.evaluation.opponents, config.backend)?;
     let pool = pool(config.threads())?;
+    let link = link_for(options, dir, &config, false)?;
     if config != stored {
         tracing::info!(keys = ?stored.differing_keys(&config), "config changed on resume");
         write_config(dir, &config)?;
@@ -430,10 +485,13 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     let on_disk = metrics::read(&metrics_path).unwrap_or_default();
     state.metrics = metrics::resume_history(&state.metrics, &on_disk);
     metrics::rewrite(&metrics_path, &state.metrics)?;
-    let origin = Origin { net, best, learner, replay, state };
+    let origin = Origin { net, best, learner, replay, state, link };
     let Some(lp) = Loop::new(config, dir.to_path_buf(), options, pool, opponents, origin)? else {
         return Ok(Begun::StoppedBeforeCheckpoint(dir.to_path_buf()));
     };
+    // Workers may be waiting for a network, and after a fall back past a
+    // damaged checkpoint the published ones are newer than this one's.
+    lp.publish()?;
     if !skipped.is_empty() {
         // LATEST pointed at a damaged checkpoint: point it at the good one.
         let relative = checkpoint_dir.strip_prefix(dir).unwrap_or(&checkpoint_dir).join(NET_FILE);
@@ -471,7 +529,7 @@ impl Loop {
         opponents: Vec<Box<dyn PlayerFactory>>,
         origin: Origin,
     ) -> Result<Option<Loop>, TrainError> {
-        let Origin { net, best, learner, replay, state } = origin;
+        let Origin { net, best, learner, replay, state, link } = origin;
         let mut lp = Loop {
             config,
             run_dir,
@@ -485,6 +543,7 @@ impl Loop {
             stop: options.stop.clone(),
             pool,
             opponents,
+            link,
         };
         Ok(lp.load_book()?.then_some(lp))
     }
@@ -527,10 +586,17 @@ impl Loop {
         let resumed = self.state.partial.take().filter(|p| p.iteration == iteration);
         let mut partial = match resumed {
             Some(partial) => partial,
-            None => match self.self_play(iteration, &config)? {
-                Some(partial) => partial,
-                None => return Ok(None),
-            },
+            None => {
+                let played = if self.link.is_some() {
+                    self.ingest(iteration, &config)?
+                } else {
+                    self.self_play(iteration, &config)?
+                };
+                match played {
+                    Some(partial) => partial,
+                    None => return Ok(None),
+                }
+            }
         };
 
         self.observer.between_phases();
@@ -563,6 +629,7 @@ impl Loop {
         m.timing.eval_seconds = eval_seconds;
         self.state.metrics.push(m);
         self.checkpoint()?;
+        self.publish()?;
         let checkpoint_seconds = checkpoint_started.elapsed().as_secs_f64();
         let total = partial.seconds + started.elapsed().as_secs_f64();
         let m = self.state.metrics.last_mut().expect("just pushed");
@@ -701,6 +768,7 @@ impl Loop {
             policy_entropy: entropy,
             target_entropy,
             elo_chain: self.state.elo_chain,
+            ingest: partial.ingest.clone(),
             timing: Timing {
                 selfplay_seconds: partial.selfplay_seconds,
                 train_seconds: partial.train_seconds,
@@ -837,16 +905,13 @@ impl Loop {
         Ok(true)
     }
 
-    /// Writes checkpoint `state.iteration` and prunes old ones.
-    fn checkpoint(&mut self) -> Result<(), TrainError> {
-        let iteration = self.state.iteration;
-        let number = self.state.checkpoint_number();
-        let partial = run::begin_checkpoint(&self.run_dir, number)?;
-        let header = NetHeader {
+    /// The header of the current network's file.
+    fn header(&self) -> NetHeader {
+        NetHeader {
             format: checkpoint::FORMAT_VERSION,
             net: self.net.config(),
             sizes: self.config.sizes.clone(),
-            iteration,
+            iteration: self.state.iteration,
             // No paths or times: identical runs write identical files.
             note: match &self.state.partial {
                 None => format!("konane train {}", self.config.name),
@@ -855,7 +920,75 @@ impl Loop {
                     self.config.name, p.iteration, p.train_steps
                 ),
             },
-        };
+        }
+    }
+
+    /// Under [`Role::Learner`]: publishes the self-play network (the best
+    /// one under gating) as generation `state.iteration`, keeping the
+    /// generations a worker's shards may still come from.
+    fn publish(&self) -> Result<(), TrainError> {
+        let Some(link) = &self.link else { return Ok(()) };
+        let (net, mut header) = (if self.config.evaluation.gating { &self.best } else { &self.net }, self.header());
+        if self.config.evaluation.gating {
+            header.iteration = self.state.best_iteration;
+        }
+        let generation = self.state.iteration;
+        let keep = self.config.cluster.max_generation_lag + 2;
+        cluster::publish(&link.exchange, generation, checkpoint::to_bytes(net, &header)?, keep)?;
+        tracing::info!(generation, "network published");
+        Ok(())
+    }
+
+    /// Under [`Role::Learner`], instead of [`Loop::self_play`]: reads the
+    /// workers' shards until the iteration's games have arrived; `None` if
+    /// stopped first (nothing read is kept: the checkpoint still says where
+    /// the reading stands).
+    fn ingest(&mut self, iteration: u64, config: &TrainConfig) -> Result<Option<PartialIteration>, TrainError> {
+        let started = Instant::now();
+        let link = self.link.as_ref().expect("a learner");
+        let games = config.selfplay.games;
+        let progress = PhaseProgress::start(&*self.observer, Phase::SelfPlay, games as u64, 0);
+        let mut state = self.state.ingest.clone().unwrap_or_default();
+        let read = cluster::ingest(
+            &link.exchange,
+            &mut state,
+            games,
+            self.state.iteration,
+            config.cluster.max_generation_lag,
+            std::time::Duration::from_secs_f64(config.cluster.poll_seconds),
+            &self.stop,
+            &|n| progress.set(n as u64, games as u64),
+        )?;
+        let Some((samples, stats, report)) = read else { return Ok(None) };
+        progress.finish();
+        tracing::info!(
+            shards = report.shards,
+            workers = report.workers,
+            stale_games = report.stale_games,
+            wait_seconds = format!("{:.1}", report.wait_seconds),
+            "shards read"
+        );
+        self.replay.extend(samples);
+        self.state.games += stats.games as u64;
+        self.state.ingest = Some(state);
+        Ok(Some(PartialIteration {
+            iteration,
+            selfplay: stats,
+            selfplay_seconds: started.elapsed().as_secs_f64(),
+            ingest: Some(report),
+            ..PartialIteration::default()
+        }))
+    }
+
+    /// Writes checkpoint `state.iteration` and prunes old ones.
+    fn checkpoint(&mut self) -> Result<(), TrainError> {
+        if self.link.as_ref().is_some_and(LearnerLink::lost) {
+            // Another learner owns the run now: write nothing more into it.
+            return Err(TrainError::Cluster("the learner lease was lost; this learner stops".into()));
+        }
+        let number = self.state.checkpoint_number();
+        let partial = run::begin_checkpoint(&self.run_dir, number)?;
+        let header = self.header();
         checkpoint::save(&self.net, &header, &partial.join(NET_FILE))?;
         if self.config.evaluation.gating {
             let header = NetHeader { iteration: self.state.best_iteration, net: self.best.config(), ..header };
