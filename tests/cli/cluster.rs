@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::common::{TINY, fails_with, konane, text};
 
 /// The tiny config, its iterations fed by workers' two-game shards, with
-/// short polls and a two-second lease so that the kills cost little time.
+/// short polls and a four-second lease so that the kills cost little time.
 fn cluster_config(iterations: u64) -> String {
     TINY.replace("iterations = 2", &format!("iterations = {iterations}")).replace("games = 4\n", "games = 8\n")
         + "[cluster]\nshard_games = 2\nmax_generation_lag = 1\npoll_seconds = 0.05\nlease_seconds = 4.0\n"
@@ -30,6 +30,26 @@ fn spawn(args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start konane")
+}
+
+/// A temporary directory holding the cluster config of `iterations`
+/// (`cluster.toml`), and the path of a run in it.
+fn new_run(iterations: u64) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("cluster.toml");
+    fs::write(&config, cluster_config(iterations)).unwrap();
+    let run = root.path().join("run");
+    (root, config, run)
+}
+
+/// A learner starting the run of `config` in `run`.
+fn learner(config: &Path, run: &Path) -> Child {
+    spawn(&["train", config.to_str().unwrap(), "--run-dir", run.to_str().unwrap(), "--role", "learner", "--quiet"])
+}
+
+/// A learner resuming the run in `run`.
+fn resumed_learner(run: &Path) -> Child {
+    spawn(&["train", "--resume", run.to_str().unwrap(), "--role", "learner", "--quiet"])
 }
 
 fn worker(run: &Path, name: &str, extra: &[&str]) -> Child {
@@ -95,13 +115,8 @@ fn shards(run: &Path) -> BTreeMap<(String, u64), PathBuf> {
 /// of the shards its checkpoint says it read.
 #[test]
 fn a_learner_and_two_workers_survive_kills() {
-    let root = tempfile::tempdir().unwrap();
-    let config = root.path().join("cluster.toml");
-    fs::write(&config, cluster_config(4)).unwrap();
-    let run = root.path().join("run");
-    let run_arg = run.to_str().unwrap();
-    let learner_args = ["train", config.to_str().unwrap(), "--run-dir", run_arg, "--role", "learner", "--quiet"];
-    let mut learner = spawn(&learner_args);
+    let (_root, config, run) = new_run(4);
+    let mut learner = learner(&config, &run);
     let mut w1 = worker(&run, "w1", &[]);
     let w2 = worker(&run, "w2", &[]);
     let mut rng = ChaCha8Rng::seed_from_u64(7);
@@ -120,8 +135,7 @@ fn a_learner_and_two_workers_survive_kills() {
     learner.kill().unwrap();
     learner.wait().unwrap();
     std::thread::sleep(Duration::from_millis(4500));
-    let resumed = spawn(&["train", "--resume", run_arg, "--role", "learner", "--quiet"]);
-    let output = finish(resumed, Duration::from_secs(180), "the resumed learner");
+    let output = finish(resumed_learner(&run), Duration::from_secs(180), "the resumed learner");
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("iterations completed: 4"), "{stdout}");
@@ -148,14 +162,20 @@ fn a_learner_and_two_workers_survive_kills() {
     let (_, state, skipped) = konane_trainer::run::find_latest(&run).unwrap();
     assert!(skipped.is_empty(), "{skipped:?}");
     assert_eq!(state.iteration, 4);
-    let ingest = state.ingest.expect("the learner's reading state");
+    let next = state.ingest.expect("the learner's reading state").next;
     let read: Vec<&(String, u64)> =
-        games_by_shard.keys().filter(|(w, s)| *s < ingest.next.get(w).copied().unwrap_or(1)).collect();
-    assert_eq!(ingest.shards, read.len() as u64, "each shard read once");
-    assert_eq!(ingest.damaged_shards, 0);
+        games_by_shard.keys().filter(|(w, s)| *s < next.get(w).copied().unwrap_or(1)).collect();
+    let reports: Vec<_> = state.metrics.iter().map(|m| m.ingest.clone().expect("a learner's iteration")).collect();
+    let total = |count: fn(&konane_trainer::cluster::IngestReport) -> u64| reports.iter().map(count).sum::<u64>();
+    assert_eq!(total(|r| r.shards), read.len() as u64, "each shard read once");
+    assert_eq!(total(|r| r.damaged_shards), 0);
     let games_read: u64 = read.iter().map(|k| games_by_shard[*k]).sum();
     let trained_on: u64 = state.metrics.iter().map(|m| m.games as u64).sum();
-    assert_eq!(trained_on + ingest.stale_games, games_read, "the iterations hold exactly the games of the shards read");
+    assert_eq!(
+        trained_on + total(|r| r.stale_games),
+        games_read,
+        "the iterations hold exactly the games of the shards read"
+    );
     assert!(state.metrics.iter().all(|m| m.games >= 8), "{:?}", state.metrics);
     assert!(state.steps > 0, "training went on");
     assert_eq!(metrics_lines(&run), 4);
@@ -165,12 +185,9 @@ fn a_learner_and_two_workers_survive_kills() {
 /// lease, and takes over once a killed learner's lease has expired.
 #[test]
 fn a_second_learner_is_refused_until_the_first_is_gone() {
-    let root = tempfile::tempdir().unwrap();
-    let config = root.path().join("cluster.toml");
-    fs::write(&config, cluster_config(1)).unwrap();
-    let run = root.path().join("run");
+    let (_root, config, run) = new_run(1);
     let run_arg = run.to_str().unwrap();
-    let mut first = spawn(&["train", config.to_str().unwrap(), "--run-dir", run_arg, "--role", "learner", "--quiet"]);
+    let mut first = learner(&config, &run);
     // Without workers it waits for shards after publishing its first network.
     wait_for("first network", Duration::from_secs(60), || run.join("networks/gen-000000.knet").exists());
     let second = konane(&["train", "--resume", run_arg, "--role", "learner", "--quiet"]);
@@ -178,7 +195,7 @@ fn a_second_learner_is_refused_until_the_first_is_gone() {
     first.kill().unwrap();
     first.wait().unwrap();
     std::thread::sleep(Duration::from_millis(4500));
-    let taken_over = spawn(&["train", "--resume", run_arg, "--role", "learner", "--quiet"]);
+    let taken_over = resumed_learner(&run);
     let feeder = worker(&run, "w1", &["--shards", "20"]);
     let output = finish(taken_over, Duration::from_secs(120), "the second learner");
     let (stdout, stderr) = text(&output);
@@ -194,14 +211,11 @@ fn a_second_learner_is_refused_until_the_first_is_gone() {
 /// half-visible; the other processes carry on.
 #[test]
 fn unwritable_storage_is_a_clear_error() {
-    let root = tempfile::tempdir().unwrap();
-    let config = root.path().join("cluster.toml");
-    fs::write(&config, cluster_config(1)).unwrap();
+    let (root, config, run) = new_run(1);
     // A learner whose shared storage is a file: refused before the run
     // directory holds anything.
     let blocker = root.path().join("not-a-directory");
     fs::write(&blocker, "x").unwrap();
-    let run = root.path().join("run");
     let run_arg = run.to_str().unwrap();
     let config_arg = config.to_str().unwrap();
     let exchange = blocker.join("shared");
@@ -221,7 +235,7 @@ fn unwritable_storage_is_a_clear_error() {
 
     // A worker whose shard directory cannot be made: its error names it;
     // another worker feeds the learner to the end.
-    let learner = spawn(&["train", config_arg, "--run-dir", run_arg, "--role", "learner", "--quiet"]);
+    let learner = learner(&config, &run);
     wait_for("first network", Duration::from_secs(60), || run.join("networks/gen-000000.knet").exists());
     fs::create_dir_all(run.join("shards")).unwrap();
     fs::write(run.join("shards/w1"), "in the way").unwrap();

@@ -542,10 +542,7 @@ impl Search {
     /// most `max_len` moves). Empty if `first` is not a root move.
     pub fn principal_variation(&self, first: Move, max_len: usize) -> Vec<Move> {
         let mut line = Vec::new();
-        let Some(mut node) = self.root_nodes().iter().position(|n| n.mv == first).map(|i| {
-            let root = self.tree.root();
-            root.first_child as usize + i
-        }) else {
+        let Some(mut node) = self.tree.root().children().find(|&c| self.tree.nodes[c].mv == first) else {
             return line;
         };
         while line.len() < max_len {
@@ -948,8 +945,8 @@ mod tests {
             position.play_unchecked(mv);
         }
         // The second move is the most visited child of the first.
-        let first = search.root_nodes().iter().position(|n| n.mv == best).unwrap();
-        let node = &search.tree.nodes[search.tree.root().first_child as usize + first];
+        let first = search.tree.root().children().find(|&c| search.tree.nodes[c].mv == best).unwrap();
+        let node = &search.tree.nodes[first];
         let most = node.children().max_by_key(|&c| search.tree.nodes[c].visits).unwrap();
         assert_eq!(search.tree.nodes[most].visits, node.children().map(|c| search.tree.nodes[c].visits).max().unwrap());
         assert_eq!(line[1], search.tree.nodes[most].mv);

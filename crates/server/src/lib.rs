@@ -450,14 +450,11 @@ async fn play_move(
     let Path(id) = id?;
     let request: MoveRequest = parse_json(&body?)?;
     let text = request.mv.ok_or_else(|| ApiError::unprocessable("request body: missing field `move`"))?;
-    let entry = app.games.get(&id)?;
-    {
-        let mut state = entry.lock();
+    edit_game(&app, &id, |state| {
         engine::ensure_not_over(state.game.position())?;
         state.game.play_text(&text).map_err(|e| ApiError::bad_request(format!("'{text}': {e}")))?;
-        state.changed();
-    }
-    Ok(Json(app.view(&id, &entry)))
+        Ok(())
+    })
 }
 
 async fn undo(
@@ -467,9 +464,7 @@ async fn undo(
 ) -> Result<Json<GameView>, ApiError> {
     let Path(id) = id?;
     let request: UndoRequest = parse_json(&body?)?;
-    let entry = app.games.get(&id)?;
-    {
-        let mut state = entry.lock();
+    edit_game(&app, &id, |state| {
         let played = state.game.moves().len();
         let plies = request.plies.unwrap_or(1);
         if played == 0 {
@@ -479,9 +474,24 @@ async fn undo(
             return Err(ApiError::bad_request(format!("plies {plies}: must be 1 to {played}, the moves played")));
         }
         state.game.undo_to(played - plies);
+        Ok(())
+    })
+}
+
+/// Changes game `id` with `edit` under its state lock and answers with the
+/// game; an edit that fails leaves the game as it was.
+fn edit_game(
+    app: &App,
+    id: &str,
+    edit: impl FnOnce(&mut GameState) -> Result<(), ApiError>,
+) -> Result<Json<GameView>, ApiError> {
+    let entry = app.games.get(id)?;
+    {
+        let mut state = entry.lock();
+        edit(&mut state)?;
         state.changed();
     }
-    Ok(Json(app.view(&id, &entry)))
+    Ok(Json(app.view(id, &entry)))
 }
 
 /// A game's search lock, held, with the position and version the game had

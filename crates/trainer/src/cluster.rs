@@ -40,7 +40,7 @@ use konane_rules::Size;
 use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
-use crate::config::{MAX_CONFIG_BYTES, TrainConfig};
+use crate::config::{ClusterConfig, MAX_CONFIG_BYTES, TrainConfig};
 use crate::replay::{PackedSample, ReplayBuffer};
 use crate::selfplay::{self, GameOutput, SelfPlayJob, SelfPlayStats, Stream, derive_seed};
 
@@ -79,9 +79,7 @@ impl Shard {
     /// The shard in the layout of the module documentation.
     pub fn to_bytes(&self) -> Vec<u8> {
         let header = serde_json::to_vec(&self.header).expect("a shard header serialises");
-        let mut window = ReplayBuffer::new(self.samples.len());
-        window.extend(self.samples.iter().cloned());
-        let window = window.to_bytes();
+        let window = crate::replay::encode(&self.samples);
         let mut out = Vec::with_capacity(SHARD_MAGIC.len() + 12 + header.len() + window.len());
         out.extend_from_slice(SHARD_MAGIC);
         out.extend_from_slice(&SHARD_VERSION.to_le_bytes());
@@ -309,20 +307,14 @@ pub fn run_worker(options: &WorkerOptions) -> Result<WorkerOutcome, TrainError> 
 }
 
 /// What the learner has read of its workers' shards: part of its
-/// checkpoint, so that a resume reads each shard exactly once.
+/// checkpoint, so that a resume reads each shard exactly once. (The
+/// totals are the sums of the iterations' [`IngestReport`]s in the
+/// checkpoint's metrics.)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IngestState {
     /// The next sequence number to read, by worker.
     pub next: BTreeMap<String, u64>,
-    /// Shards read in all.
-    pub shards: u64,
-    /// Of those, dropped as played by too old a network.
-    pub stale_shards: u64,
-    /// Games in the stale shards.
-    pub stale_games: u64,
-    /// Shards that did not read (damaged, foreign, misnamed): skipped.
-    pub damaged_shards: u64,
 }
 
 /// One iteration's reading.
@@ -372,21 +364,19 @@ fn pending(exchange: &Exchange, next: &BTreeMap<String, u64>) -> Result<Vec<(Str
     Ok(order.into_iter().map(|(_, worker, seq)| (worker, seq)).collect())
 }
 
-/// Reads shards into `samples` until `games` games have arrived, or `stop`
-/// is raised (`None`). Shards of networks older than
-/// `generation - max_lag` are dropped; `state` advances past every shard
-/// read.
+/// Reads shards until `games` games have arrived, or `stop` is raised
+/// (`None`). Shards of networks more than `cluster.max_generation_lag`
+/// generations older than `generation` are dropped; `state` advances past
+/// every shard read.
 ///
 /// # Errors
 /// The storage failed.
-#[allow(clippy::too_many_arguments)]
 pub fn ingest(
     exchange: &Exchange,
     state: &mut IngestState,
     games: usize,
     generation: u64,
-    max_lag: u64,
-    poll: Duration,
+    cluster: &ClusterConfig,
     stop: &AtomicBool,
     on_games: &dyn Fn(usize),
 ) -> Result<Option<(Vec<PackedSample>, SelfPlayStats, IngestReport)>, TrainError> {
@@ -399,17 +389,12 @@ pub fn ingest(
             return Ok(None);
         }
         let mut read = false;
+        // In order per worker: each shard after those before it.
         for (worker, seq) in pending(exchange, &state.next)? {
-            // Shards of one worker are read in order: a later one only
-            // after those before it.
-            if seq < state.next.get(&worker).copied().unwrap_or(1) {
-                continue;
-            }
             let key = keys::shard(&worker, seq);
             let Some(bytes) = exchange.get(&key, MAX_SHARD_BYTES, "shard")? else { continue };
             read = true;
             state.next.insert(worker.clone(), seq + 1);
-            state.shards += 1;
             report.shards += 1;
             workers.insert(worker.clone());
             let shard = Shard::from_bytes(&bytes).and_then(|shard| {
@@ -422,13 +407,10 @@ pub fn ingest(
             match shard {
                 Err(reason) => {
                     tracing::warn!("skipped {}/{key}: {reason}", exchange.location());
-                    state.damaged_shards += 1;
                     report.damaged_shards += 1;
                 }
-                Ok(shard) if shard.header.generation.saturating_add(max_lag) < generation => {
+                Ok(shard) if shard.header.generation.saturating_add(cluster.max_generation_lag) < generation => {
                     tracing::debug!(%key, generation = shard.header.generation, "stale shard dropped");
-                    state.stale_shards += 1;
-                    state.stale_games += shard.header.stats.games as u64;
                     report.stale_shards += 1;
                     report.stale_games += shard.header.stats.games as u64;
                 }
@@ -445,7 +427,7 @@ pub fn ingest(
         }
         if !read {
             let started = Instant::now();
-            if !sleep_unless_stopped(poll, stop) {
+            if !sleep_unless_stopped(Duration::from_secs_f64(cluster.poll_seconds), stop) {
                 return Ok(None);
             }
             report.wait_seconds += started.elapsed().as_secs_f64();
@@ -460,16 +442,18 @@ pub fn ingest(
 /// # Errors
 /// The storage failed.
 pub fn publish(exchange: &Exchange, generation: u64, bytes: Vec<u8>, keep: u64) -> Result<(), TrainError> {
-    for (key, _) in exchange.list(keys::NETWORKS)? {
-        if keys::parse_network(&key).is_some_and(|other| other > generation) {
-            exchange.delete(&key)?;
-        }
+    let published: Vec<(String, u64)> = exchange
+        .list(keys::NETWORKS)?
+        .into_iter()
+        .filter_map(|(key, _)| keys::parse_network(&key).map(|other| (key, other)))
+        .collect();
+    // Later generations go first, so that no worker takes one for the newest.
+    for (key, _) in published.iter().filter(|(_, other)| *other > generation) {
+        exchange.delete(key)?;
     }
     exchange.put(&keys::network(generation), bytes)?;
-    for (key, _) in exchange.list(keys::NETWORKS)? {
-        if keys::parse_network(&key).is_some_and(|old| old + keep <= generation) {
-            exchange.delete(&key)?;
-        }
+    for (key, _) in published.iter().filter(|(_, old)| old + keep <= generation) {
+        exchange.delete(key)?;
     }
     Ok(())
 }
@@ -617,24 +601,23 @@ mod tests {
         exchange.put("shards/b/00000003.shard", b"torn or foreign".to_vec()).unwrap();
         let stop = AtomicBool::new(false);
         let mut state = IngestState::default();
-        let poll = Duration::from_millis(10);
-        let (samples, stats, report) = ingest(&exchange, &mut state, 4, 5, 2, poll, &stop, &|_| {}).unwrap().unwrap();
+        let cluster = ClusterConfig { max_generation_lag: 2, poll_seconds: 0.01, ..ClusterConfig::default() };
+        let (samples, stats, report) = ingest(&exchange, &mut state, 4, 5, &cluster, &stop, &|_| {}).unwrap().unwrap();
         // a1, then b1 (stale), then a2 and b2 interleaved: a1 + a2 reach 4 games.
         assert_eq!((stats.games, samples.len()), (4, 4));
-        assert_eq!(report.stale_games, 3);
+        assert_eq!((report.shards, report.stale_games), (3, 3));
         assert_eq!(state.next, BTreeMap::from([("a".into(), 3), ("b".into(), 2)]));
         // The next iteration continues where this one stopped, with b2.
-        let again = ingest(&exchange, &mut state, 2, 5, 2, poll, &stop, &|_| {}).unwrap().unwrap();
-        assert_eq!(again.1.games, 2);
+        let again = ingest(&exchange, &mut state, 2, 5, &cluster, &stop, &|_| {}).unwrap().unwrap();
+        assert_eq!((again.1.games, again.2.shards), (2, 1));
         assert_eq!(state.next["b"], 3);
         // The damaged b3 is skipped and counted; b4 is read.
         put(shard("b", 4, 5, 1));
-        let third = ingest(&exchange, &mut state, 1, 5, 2, poll, &stop, &|_| {}).unwrap().unwrap();
-        assert_eq!((third.1.games, third.2.damaged_shards, state.damaged_shards), (1, 1, 1));
+        let third = ingest(&exchange, &mut state, 1, 5, &cluster, &stop, &|_| {}).unwrap().unwrap();
+        assert_eq!((third.1.games, third.2.damaged_shards, third.2.shards), (1, 1, 2));
         assert_eq!(state.next["b"], 5);
         // Nothing new: it waits, until stopped.
         stop.store(true, Ordering::Relaxed);
-        assert!(ingest(&exchange, &mut state, 1, 5, 2, poll, &stop, &|_| {}).unwrap().is_none());
-        assert_eq!(state.shards, 6);
+        assert!(ingest(&exchange, &mut state, 1, 5, &cluster, &stop, &|_| {}).unwrap().is_none());
     }
 }

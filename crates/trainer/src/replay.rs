@@ -233,6 +233,23 @@ impl Reader<'_> {
     }
 }
 
+/// `samples` in the file layout of the module documentation (what
+/// [`ReplayBuffer::from_bytes`] reads).
+pub fn encode<'a>(samples: impl IntoIterator<Item = &'a PackedSample, IntoIter: ExactSizeIterator>) -> Vec<u8> {
+    let samples = samples.into_iter();
+    let mut out = Vec::with_capacity(16 + samples.len() * 48);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&REPLAY_VERSION.to_le_bytes());
+    out.extend_from_slice(&(samples.len() as u64).to_le_bytes());
+    for sample in samples {
+        bincode::encode_into_std_write(sample, &mut out, sample_encoding())
+            .expect("a sample encodes into memory within its limit");
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// The newest `capacity` samples, oldest first.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplayBuffer {
@@ -351,17 +368,7 @@ impl ReplayBuffer {
 
     /// The window in the file layout of the module documentation.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + self.samples.len() * 48);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&REPLAY_VERSION.to_le_bytes());
-        out.extend_from_slice(&(self.samples.len() as u64).to_le_bytes());
-        for sample in &self.samples {
-            bincode::encode_into_std_write(sample, &mut out, sample_encoding())
-                .expect("a sample encodes into memory within its limit");
-        }
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
+        encode(&self.samples)
     }
 
     /// Reads a window written by [`ReplayBuffer::to_bytes`], with room for

@@ -283,13 +283,8 @@ fn link_for(
     if options.role != Role::Learner {
         return Ok(None);
     }
-    let location = match &options.exchange {
-        Some(location) => location.clone(),
-        None => {
-            fs::create_dir_all(run_dir).map_err(|e| TrainError::io(run_dir, e))?;
-            run_dir.display().to_string()
-        }
-    };
+    // A directory is created as the storage opens.
+    let location = options.exchange.clone().unwrap_or_else(|| run_dir.display().to_string());
     Ok(Some(LearnerLink::open(&location, config, &config_text(config), new_run, options.stop.clone())?))
 }
 
@@ -928,10 +923,11 @@ impl Loop {
     /// generations a worker's shards may still come from.
     fn publish(&self) -> Result<(), TrainError> {
         let Some(link) = &self.link else { return Ok(()) };
-        let (net, mut header) = (if self.config.evaluation.gating { &self.best } else { &self.net }, self.header());
-        if self.config.evaluation.gating {
-            header.iteration = self.state.best_iteration;
-        }
+        let (net, header) = if self.config.evaluation.gating {
+            (&self.best, NetHeader { iteration: self.state.best_iteration, ..self.header() })
+        } else {
+            (&self.net, self.header())
+        };
         let generation = self.state.iteration;
         let keep = self.config.cluster.max_generation_lag + 2;
         cluster::publish(&link.exchange, generation, checkpoint::to_bytes(net, &header)?, keep)?;
@@ -954,8 +950,7 @@ impl Loop {
             &mut state,
             games,
             self.state.iteration,
-            config.cluster.max_generation_lag,
-            std::time::Duration::from_secs_f64(config.cluster.poll_seconds),
+            &config.cluster,
             &self.stop,
             &|n| progress.set(n as u64, games as u64),
         )?;
