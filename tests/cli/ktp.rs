@@ -239,3 +239,31 @@ fn a_bad_player_spec_exits_with_a_message_naming_it() {
     assert!(stderr.contains("bogus"), "{stderr}");
     assert!(stderr.contains("unknown player"), "{stderr}");
 }
+
+/// Without `--player` the engine plays the shipped networks, each board
+/// with the one chosen for its size, at the `limit` it is given.
+#[test]
+fn the_default_engine_plays_every_size_with_the_shipped_networks() {
+    let mut engine = konane_command()
+        .args(["ktp", "--threads", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start konane ktp");
+    let mut stdin = engine.stdin.take().unwrap();
+    let script = "name\nlimit nodes 32\nnewgame 10x10\ngenmove\nshow\nnewgame 6x6\ngenmove\nshow\nnewgame 5x7\ngenmove\nshow\nquit\n";
+    stdin.write_all(script.as_bytes()).unwrap();
+    let output = engine.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let answers: Vec<String> =
+        String::from_utf8(output.stdout).unwrap().split("\n\n").map(|a| a.trim().to_string()).collect();
+    assert_eq!(answers[0], "= konane net:shipped,sims=800", "{answers:?}");
+    for (size, at) in [("10x10", 4), ("6x6", 7), ("5x7", 10)] {
+        // Black's opening removal was played: the shown position is white's turn on that board.
+        let mv = answers[at - 1].strip_prefix("= ").unwrap_or_else(|| panic!("{size}: {answers:?}"));
+        let shown: Position = answers[at].strip_prefix("= ").unwrap().parse().unwrap();
+        assert_eq!(shown.size().to_string(), size, "{mv}");
+        assert_eq!(shown.side_to_move(), konane_rules::Color::White, "{size} after {mv}");
+        assert_eq!(shown.stones() as usize, shown.size().cells() - 1, "{size} after {mv}");
+    }
+}

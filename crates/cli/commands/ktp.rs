@@ -12,9 +12,11 @@ use konane_players::ktp::KtpEngine;
 /// Arguments of `konane ktp`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The player that answers `genmove`: random, greedy, alphabeta:ms=N,
-    /// mcts:sims=N, ... (`limit` commands override its limits).
-    #[arg(long, value_name = "SPEC", default_value = "alphabeta:ms=1000")]
+    /// The player that answers `genmove`: `net:shipped,sims=N` (the shipped
+    /// networks, each board played by the one for its size),
+    /// `net:PATH,sims=N`, random, greedy, alphabeta:ms=N, mcts:sims=N, ...
+    /// (`limit` commands override its limits).
+    #[arg(long, value_name = "SPEC", default_value = "net:shipped,sims=800")]
     player: String,
     /// Seed for the player, unless its spec sets seed=N.
     #[arg(long, default_value_t = 1)]

@@ -22,13 +22,6 @@ use std::io;
 use anyhow::Context;
 use konane_rules::{Position, Size};
 
-/// The shipped networks, compiled into the binary so that `play` and
-/// `serve` work from any directory: (name, network file).
-pub const SHIPPED_MODELS: [(&str, &[u8]); 2] = [
-    ("8x8", include_bytes!("../../../checkpoints/8x8/net.knet")),
-    ("6x6", include_bytes!("../../../checkpoints/6x6/net.knet")),
-];
-
 /// Reads an argument that may be a size (`8x8`: its start position) or a
 /// position string (`WBWB/B.BW/W..B/BWBW w`).
 pub fn parse_board(text: &str) -> anyhow::Result<Position> {

@@ -12,26 +12,22 @@ use std::path::Path;
 use anyhow::Context;
 use konane_mcts::{Evaluator, MctsPlayer, SearchPatch};
 use konane_nn::player::{NetFactory, load_model};
-use konane_nn::{Backend, checkpoint};
+use konane_nn::{Backend, shipped};
 use konane_players::game::Game;
 use konane_players::ktp::{MAX_LINE, read_line_bounded};
 use konane_players::{Limits, Player};
 use konane_rules::{Cell, Color, Move, Position, Size, Symmetry};
-
-/// The network `konane play` uses when no `--model` is given: the shipped
-/// 6x6 checkpoint.
-const DEFAULT_MODEL: &[u8] = super::SHIPPED_MODELS[1].1;
-const DEFAULT_MODEL_NAME: &str = "checkpoints/6x6 (embedded)";
 
 /// Arguments of `konane play`.
 #[derive(clap::Args)]
 pub struct Args {
     /// Network to play against: a network file, a directory with a LATEST
     /// pointer (`checkpoints/8x8`, a run), or `init` for untrained weights.
-    /// Default: the shipped 6x6 network built into the binary.
+    /// Default: the shipped network for the board, built into the binary.
     #[arg(long, value_name = "PATH")]
     model: Option<String>,
-    /// Board size; default: the first size the network was trained on.
+    /// Board size; default: the first size the network was trained on
+    /// (6x6 without `--model`).
     #[arg(long)]
     size: Option<Size>,
     /// The colour you play (black moves first).
@@ -74,8 +70,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let device = backend.device();
     let (net, header, label) = match args.model.as_deref() {
         None => {
-            let (net, header) = checkpoint::load_bytes(DEFAULT_MODEL, DEFAULT_MODEL_NAME, &device)?;
-            (net, Some(header), DEFAULT_MODEL_NAME.to_string())
+            let model = shipped::load_for(args.size.unwrap_or(Size::new_const(6, 6)), &device)?;
+            let label = model.label();
+            (model.net, Some(model.header), label)
         }
         Some(path) => load_model(path, &device, args.seed)?,
     };

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Context;
 use konane_mcts::SearchPatch;
 use konane_nn::player::{NetFactory, load_model};
-use konane_nn::{Backend, checkpoint};
+use konane_nn::{Backend, checkpoint, shipped};
 use konane_players::Limits;
 use konane_server::engine::{Engines, Model};
 use konane_server::{App, ServerLimits};
@@ -97,14 +97,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// # Errors
 /// An embedded file does not load (a build from a damaged checkout).
 pub fn shipped_models(backend: Backend) -> anyhow::Result<Vec<Model>> {
-    super::SHIPPED_MODELS
-        .iter()
-        .map(|(name, bytes)| {
-            let (net, header) =
-                checkpoint::load_bytes(bytes, &format!("checkpoints/{name} (embedded)"), &backend.device())?;
-            Ok(model(name, net, Some(header), backend))
-        })
-        .collect()
+    let models = shipped::load_all(&backend.device())?;
+    Ok(models.into_iter().map(|m| model(m.name, m.net, Some(m.header), backend)).collect())
 }
 
 /// A model named `name`: one search thread per game search, the player's

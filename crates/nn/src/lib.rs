@@ -10,6 +10,7 @@ pub mod evaluator;
 pub mod model;
 pub mod native;
 pub mod player;
+pub mod shipped;
 pub mod spec;
 pub mod train;
 

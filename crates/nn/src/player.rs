@@ -12,6 +12,7 @@ use crate::backend::Backend;
 use crate::checkpoint::{self, CheckpointError, NetHeader};
 use crate::evaluator::NetEvaluator;
 use crate::model::{Net, NetConfig};
+use crate::shipped::{SHIPPED_PATH, ShippedFactory};
 use crate::spec::{PlayerKind, PlayerSpec};
 
 /// A player that could not be built from its spec.
@@ -114,6 +115,18 @@ impl NetFactory {
         self
     }
 
+    /// Its players' seed, whatever seed they are built with (a spec's
+    /// `seed=`); `None` keeps the builder's.
+    pub fn with_seed(mut self, seed: Option<u64>) -> NetFactory {
+        self.seed = seed;
+        self
+    }
+
+    /// The limits of its players' moves.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// A factory for a network player as a `net:` spec describes one: the
     /// player's search ([`SearchConfig::default`]) with `patch` on it, each
     /// evaluation averaged over `symmetries` board symmetries.
@@ -188,9 +201,12 @@ pub fn player_factory(
     backend: Backend,
     evaluator_threads: usize,
 ) -> Result<Box<dyn PlayerFactory>, FactoryError> {
-    Ok(match spec.baseline() {
-        Some(baseline) => Box::new(baseline),
-        None => Box::new(NetFactory::from_spec(spec, backend)?.with_evaluator_threads(evaluator_threads)),
+    Ok(match (spec.baseline(), &spec.kind) {
+        (Some(baseline), _) => Box::new(baseline),
+        (None, PlayerKind::Net { path, .. }) if path == SHIPPED_PATH => {
+            Box::new(ShippedFactory::from_spec(spec, backend, evaluator_threads)?)
+        }
+        (None, _) => Box::new(NetFactory::from_spec(spec, backend)?.with_evaluator_threads(evaluator_threads)),
     })
 }
 

@@ -182,10 +182,11 @@ impl Engines {
         })
     }
 
-    /// The model for `size` when none is named: the first trained on that
-    /// size, else the first given.
+    /// The model for `size` when none is named, by
+    /// [`konane_nn::shipped::choose_for_size`].
     pub fn model_for(&self, size: Size) -> usize {
-        self.models.iter().position(|m| m.trained_on.contains(&size)).unwrap_or(0)
+        let trained_on: Vec<&[Size]> = self.models.iter().map(|m| m.trained_on.as_slice()).collect();
+        konane_nn::shipped::choose_for_size(&trained_on, size)
     }
 
     /// Runs `job` on a blocking thread once a search permit is free. If the

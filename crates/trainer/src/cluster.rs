@@ -272,8 +272,9 @@ pub fn run_worker(options: &WorkerOptions) -> Result<WorkerOutcome, TrainError> 
         let (generation, net) = current.as_ref().expect("just loaded");
         let started = Instant::now();
         // Sizes are dealt round-robin over the worker's games, across shards.
-        let first = (seq as usize).wrapping_sub(1).wrapping_mul(selfplay_config.games) % config.sizes.len();
-        let sizes: Vec<Size> = config.sizes[first..].iter().chain(&config.sizes[..first]).copied().collect();
+        let deal = config.size_deal();
+        let first = (seq as usize).wrapping_sub(1).wrapping_mul(selfplay_config.games) % deal.len();
+        let sizes: Vec<Size> = deal[first..].iter().chain(&deal[..first]).copied().collect();
         let job = SelfPlayJob {
             net,
             backend: config.backend,

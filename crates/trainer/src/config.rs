@@ -80,6 +80,10 @@ pub struct TrainConfig {
     pub backend: Backend,
     /// Board sizes (`"6x6"`); games are dealt round-robin over a mix.
     pub sizes: Vec<Size>,
+    /// Games of each size per round of the deal, in the order of `sizes`
+    /// (KataGo's relative size probabilities, dealt evenly rather than
+    /// drawn); empty = one each.
+    pub size_weights: Vec<u32>,
     /// The network's shape.
     pub network: NetConfig,
     /// Self-play.
@@ -108,6 +112,7 @@ impl Default for TrainConfig {
             threads: 0,
             backend: Backend::Native,
             sizes: vec![Size::new_const(6, 6)],
+            size_weights: Vec::new(),
             network: NetConfig::default(),
             selfplay: SelfPlayConfig::default(),
             replay: ReplayConfig::default(),
@@ -560,6 +565,21 @@ impl TrainConfig {
         if let Some(size) = self.sizes.iter().find(|size| size.cells() < 4) {
             return fail("sizes", format!("'{size}' is too small to play on"));
         }
+        if !self.size_weights.is_empty() {
+            if self.size_weights.len() != self.sizes.len() {
+                return fail(
+                    "size_weights",
+                    format!(
+                        "{} weights for {} sizes: give one per size, or none",
+                        self.size_weights.len(),
+                        self.sizes.len()
+                    ),
+                );
+            }
+            for &weight in &self.size_weights {
+                check("size_weights", weight, 1..=1000)?;
+            }
+        }
         if let Err(e) = self.network.validate() {
             return fail(&format!("network.{}", e.field), format!("{}: must be in {}..={}", e.value, e.start, e.end));
         }
@@ -660,6 +680,31 @@ impl TrainConfig {
             check("bootstrap.random_move_probability", b.random_move_probability, 0.0..=1.0)?;
         }
         Ok(())
+    }
+
+    /// One round of the size deal: each size as often as its weight, spread
+    /// out (smooth weighted round-robin) so that every stretch of games
+    /// mixes the sizes in about their proportions. Game `i` of a round-robin
+    /// over this list gets its `i % len`-th size.
+    pub fn size_deal(&self) -> Vec<Size> {
+        let weights: Vec<i64> = if self.size_weights.is_empty() {
+            vec![1; self.sizes.len()]
+        } else {
+            self.size_weights.iter().map(|&w| i64::from(w)).collect()
+        };
+        let total: i64 = weights.iter().sum();
+        let mut credit = vec![0i64; weights.len()];
+        (0..total)
+            .map(|_| {
+                for (c, w) in credit.iter_mut().zip(&weights) {
+                    *c += w;
+                }
+                // The first of the largest credits: ties go to the earlier size.
+                let best = (0..credit.len()).fold(0, |best, i| if credit[i] > credit[best] { i } else { best });
+                credit[best] -= total;
+                self.sizes[best]
+            })
+            .collect()
     }
 
     /// Worker threads: `threads`, or every core for 0.
@@ -787,6 +832,28 @@ fn key_at(text: &str, offset: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn size_deal_spreads_sizes_by_weight() {
+        let size = |s: &str| s.parse::<Size>().unwrap();
+        let mut config = TrainConfig { sizes: vec![size("6x6"), size("8x8"), size("10x10")], ..TrainConfig::default() };
+        // No weights: the sizes in their order, as before weights existed.
+        assert_eq!(config.size_deal(), config.sizes);
+        config.size_weights = vec![1, 2, 3];
+        let deal = config.size_deal();
+        let count = |s: &str| deal.iter().filter(|&&d| d == size(s)).count();
+        assert_eq!((deal.len(), count("6x6"), count("8x8"), count("10x10")), (6, 1, 2, 3));
+        // Spread out: the heaviest size never comes three times in a row.
+        assert!(deal.windows(2).all(|w| w[0] != w[1] || w[0] == size("10x10")));
+        assert!(deal.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2])));
+        assert!(config.validate().is_ok());
+        config.size_weights = vec![1, 2];
+        assert_eq!(config.validate().unwrap_err().key, "size_weights");
+        config.size_weights = vec![1, 0, 3];
+        assert_eq!(config.validate().unwrap_err().key, "size_weights");
+        config.size_weights = vec![1, 1001, 3];
+        assert_eq!(config.validate().unwrap_err().key, "size_weights");
+    }
 
     #[test]
     fn key_at_finds_table_and_key() {

@@ -559,11 +559,16 @@ mod tests {
             buffer.extend(game_samples("5x5", seed));
         }
         let mut rng = ChaCha8Rng::seed_from_u64(9);
-        for _ in 0..20 {
+        let mut sizes = std::collections::BTreeMap::<String, usize>::new();
+        for _ in 0..40 {
             let batch = buffer.sample_batch(32, true, &mut rng);
             assert_eq!(batch.len(), 32);
             assert!(batch.iter().all(|s| s.position.size() == batch[0].position.size()));
+            *sizes.entry(batch[0].position.size().to_string()).or_default() += 1;
         }
+        // Both sizes get batches, each in rough proportion to its share of the window.
+        assert_eq!(sizes.len(), 2, "{sizes:?}");
+        assert!(sizes.values().all(|&n| n >= 8), "{sizes:?}");
     }
 
     #[test]

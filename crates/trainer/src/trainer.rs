@@ -190,7 +190,7 @@ pub fn train(options: TrainOptions) -> Result<TrainOutcome, TrainError> {
     tracing::info!(
         run = %lp.run_dir.display(),
         net = %lp.config.network.name(),
-        sizes = ?lp.config.sizes,
+        sizes = %lp.config.sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "),
         threads = lp.config.threads(),
         iterations = last,
         "training from iteration {first}"
@@ -364,7 +364,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
     if let (Some(bootstrap), Some(teacher)) = (lp.config.bootstrap.clone(), lp.config.teacher()) {
         let progress = PhaseProgress::start(&*lp.observer, Phase::Bootstrap, bootstrap.steps, 0);
         let (pool, learner) = (&lp.pool, &mut lp.learner);
-        let (training, sizes, seed, stop) = (&lp.config.training, &lp.config.sizes, lp.config.seed, &lp.stop);
+        let (training, sizes, seed, stop) = (&lp.config.training, &lp.config.size_deal(), lp.config.seed, &lp.stop);
         let report = pool.install(|| {
             crate::bootstrap::run(learner, &teacher, &bootstrap, training, sizes, seed, stop, &|_| progress.advance(""))
         })?;
@@ -794,7 +794,7 @@ impl Loop {
             net: selfplay_net,
             backend: config.backend,
             config: &config.selfplay,
-            sizes: &self.config.sizes,
+            sizes: &self.config.size_deal(),
             seed: config.seed,
             iteration,
             threads: self.config.threads(),

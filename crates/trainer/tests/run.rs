@@ -201,13 +201,33 @@ fn interrupted_and_resumed_equals_uninterrupted() {
 /// the resume finishes it and the run ends as if never stopped.
 #[test]
 fn stopped_mid_iteration_resumes_to_the_same_run() {
+    stops_mid_iteration_and_resumes_exactly(tiny);
+}
+
+/// The same with games dealt over three sizes by weight: the window and
+/// the batches mix sizes, and the resume still equals the straight run.
+#[test]
+fn a_mixed_size_run_stopped_mid_iteration_resumes_to_the_same_run() {
+    let mixed = |iterations| TrainConfig {
+        sizes: ["5x5", "4x6", "6x4"].map(|s| s.parse().unwrap()).to_vec(),
+        size_weights: vec![2, 1, 1],
+        ..tiny(iterations)
+    };
+    let root = stops_mid_iteration_and_resumes_exactly(mixed);
+    let bytes = fs::read(root.path().join("straight/checkpoints/iter-000003").join(REPLAY_FILE)).unwrap();
+    let window = ReplayBuffer::from_bytes(&bytes, usize::MAX).unwrap();
+    let sizes: std::collections::BTreeSet<String> = window.iter().map(|s| s.size().to_string()).collect();
+    assert_eq!(sizes.into_iter().collect::<Vec<_>>(), ["4x6", "5x5", "6x4"], "every size's games reach the window");
+}
+
+fn stops_mid_iteration_and_resumes_exactly(config: impl Fn(u64) -> TrainConfig) -> tempfile::TempDir {
     let root = temp();
     let straight = root.path().join("straight");
-    train(options(Some(tiny(3)), &straight)).unwrap();
+    train(options(Some(config(3)), &straight)).unwrap();
     // Iteration 1 takes steps 1-3; iteration 2 steps 4-6.
     for (name, stop_at_step, trained) in [("in-training", 4, false), ("in-evaluation", 6, true)] {
         let dir = root.path().join(name);
-        let first = train(stopping(options(Some(tiny(3)), &dir), None, Some(stop_at_step))).unwrap();
+        let first = train(stopping(options(Some(config(3)), &dir), None, Some(stop_at_step))).unwrap();
         assert!(first.stopped, "{name}");
         assert_eq!(first.iterations, 1, "{name}");
         let (latest, state, skipped) = run::find_latest(&dir).unwrap();
@@ -225,6 +245,7 @@ fn stopped_mid_iteration_resumes_to_the_same_run() {
         let replay = |d: &Path| fs::read(d.join("checkpoints/iter-000003").join(REPLAY_FILE)).unwrap();
         assert!(replay(&straight) == replay(&dir), "{name}: replay windows differ");
     }
+    root
 }
 
 #[test]

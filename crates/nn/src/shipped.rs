@@ -1,0 +1,210 @@
+//! The networks shipped in `checkpoints/`, compiled into the binary so
+//! that every command works from any directory, and which of them plays a
+//! board: the spec `net:shipped` is all of them, each board searched by the
+//! network chosen for its size.
+
+use std::sync::Arc;
+
+use burn::tensor::Device;
+use konane_players::{Choice, Limits, Player, PlayerError, PlayerFactory};
+use konane_rules::{Position, Size};
+
+use crate::backend::Backend;
+use crate::checkpoint::{self, CheckpointError, NetHeader};
+use crate::model::Net;
+use crate::player::{FactoryError, NetFactory, NetPlayer};
+use crate::spec::{PlayerKind, PlayerSpec};
+
+/// The `net:` path that names the shipped networks.
+pub const SHIPPED_PATH: &str = "shipped";
+
+/// The shipped networks: (name, network file), `name` being the directory
+/// under `checkpoints/`. A board plays with the first trained on its size,
+/// any other board with the one trained on the most sizes
+/// ([`choose_for_size`]).
+pub const MODELS: [(&str, &[u8]); 2] = [
+    ("8x8", include_bytes!("../../../checkpoints/8x8/net.knet")),
+    ("6x6", include_bytes!("../../../checkpoints/6x6/net.knet")),
+];
+
+/// Which of several networks plays a board of `size` when the user named
+/// none, given the sizes each was trained on: the first trained on that
+/// size, else the one trained on the most sizes (the first of those), as a
+/// network that learned from many boards carries over to a new one better
+/// than a specialist. 0 for an empty list.
+pub fn choose_for_size(trained_on: &[&[Size]], size: Size) -> usize {
+    trained_on.iter().position(|sizes| sizes.contains(&size)).unwrap_or_else(|| {
+        let most = trained_on.iter().map(|sizes| sizes.len()).max().unwrap_or(0);
+        trained_on.iter().position(|sizes| sizes.len() == most).unwrap_or(0)
+    })
+}
+
+/// A shipped network, loaded.
+pub struct ShippedModel {
+    /// Its directory under `checkpoints/` (`8x8`).
+    pub name: &'static str,
+    /// The network.
+    pub net: Net,
+    /// Its header: the sizes it was trained on, its iteration.
+    pub header: NetHeader,
+}
+
+impl ShippedModel {
+    /// What reports and errors call it: `checkpoints/8x8 (embedded)`.
+    pub fn label(&self) -> String {
+        format!("checkpoints/{} (embedded)", self.name)
+    }
+}
+
+/// Every shipped network, in the order of [`MODELS`].
+///
+/// # Errors
+/// An embedded file does not load (a build from a damaged checkout).
+pub fn load_all(device: &Device) -> Result<Vec<ShippedModel>, CheckpointError> {
+    MODELS
+        .iter()
+        .map(|&(name, bytes)| {
+            let (net, header) = checkpoint::load_bytes(bytes, &format!("checkpoints/{name} (embedded)"), device)?;
+            Ok(ShippedModel { name, net, header })
+        })
+        .collect()
+}
+
+/// The shipped network that plays `size` when the user names none.
+///
+/// # Errors
+/// An embedded file does not load.
+pub fn load_for(size: Size, device: &Device) -> Result<ShippedModel, CheckpointError> {
+    let mut models = load_all(device)?;
+    let trained_on: Vec<&[Size]> = models.iter().map(|m| m.header.sizes.as_slice()).collect();
+    let chosen = choose_for_size(&trained_on, size);
+    Ok(models.swap_remove(chosen))
+}
+
+/// `net:shipped,...`: a factory per shipped network, all with the spec's
+/// search and limits; its players pick the network by the board's size.
+pub struct ShippedFactory {
+    models: Arc<[(Vec<Size>, NetFactory)]>,
+    label: String,
+}
+
+impl ShippedFactory {
+    /// The factory for a `net:shipped` spec, each search split over
+    /// `evaluator_threads` cores.
+    ///
+    /// # Errors
+    /// A search setting out of range, or an embedded file that does not load.
+    pub fn from_spec(spec: &PlayerSpec, backend: Backend, evaluator_threads: usize) -> Result<Self, FactoryError> {
+        let PlayerKind::Net { search, symmetries, .. } = &spec.kind else {
+            return Err(FactoryError::NotANetwork { spec: spec.to_string() });
+        };
+        let models = load_all(&backend.device())?
+            .into_iter()
+            .map(|model| {
+                let label = model.label();
+                let factory =
+                    NetFactory::tuned(model.net, backend, spec.limits, *search, symmetries.unwrap_or(1), label)?
+                        .with_evaluator_threads(evaluator_threads)
+                        .with_seed(spec.seed);
+                Ok((model.header.sizes, factory))
+            })
+            .collect::<Result<Vec<_>, FactoryError>>()?;
+        Ok(ShippedFactory { models: models.into(), label: spec.to_string() })
+    }
+}
+
+impl PlayerFactory for ShippedFactory {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Player> {
+        let players = self.models.iter().map(|_| None).collect();
+        Box::new(ShippedPlayer { models: Arc::clone(&self.models), players, seed, label: self.label.clone() })
+    }
+}
+
+/// A player over the shipped networks: each position is searched by the
+/// network chosen for its size, whose player is built on first use.
+pub struct ShippedPlayer {
+    models: Arc<[(Vec<Size>, NetFactory)]>,
+    players: Vec<Option<NetPlayer>>,
+    seed: u64,
+    label: String,
+}
+
+impl ShippedPlayer {
+    /// The index of the network that plays `size`.
+    pub fn model_for(&self, size: Size) -> usize {
+        let trained_on: Vec<&[Size]> = self.models.iter().map(|(sizes, _)| sizes.as_slice()).collect();
+        choose_for_size(&trained_on, size)
+    }
+}
+
+impl Player for ShippedPlayer {
+    fn name(&self) -> String {
+        self.label.clone()
+    }
+
+    fn limits(&self) -> Limits {
+        self.models.first().map(|(_, factory)| factory.limits()).unwrap_or_default()
+    }
+
+    fn choose(&mut self, position: &Position, limits: &Limits) -> Result<Option<Choice>, PlayerError> {
+        let chosen = self.model_for(position.size());
+        let (models, seed) = (&self.models, self.seed);
+        let player = self.players[chosen].get_or_insert_with(|| models[chosen].1.build_player(seed));
+        player.choose(position, limits)
+    }
+
+    fn new_game(&mut self) {
+        for player in self.players.iter_mut().flatten() {
+            player.new_game();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use konane_rules::Size;
+
+    use super::{choose_for_size, load_for};
+    use crate::Backend;
+
+    #[test]
+    fn every_board_gets_a_shipped_network_trained_on_it_or_the_widest() {
+        let device = Backend::Native.device();
+        for (size, expected) in [
+            ("6x6", "6x6"),
+            ("8x8", "8x8"),
+            ("10x10", "8x8"),
+            ("12x12", "8x8"),
+            ("14x14", "8x8"),
+            ("9x13", "8x8"),
+            ("14x17", "8x8"),
+            ("13x20", "8x8"),
+            ("7x7", "8x8"),
+            ("1x1", "8x8"),
+            ("20x20", "8x8"),
+        ] {
+            let model = load_for(size.parse().unwrap(), &device).unwrap();
+            assert_eq!(model.name, expected, "{size}");
+            assert_eq!(model.label(), format!("checkpoints/{expected} (embedded)"));
+        }
+    }
+
+    #[test]
+    fn a_size_plays_with_its_specialist_else_the_widest_network() {
+        let size = |s: &str| s.parse::<Size>().unwrap();
+        let (six, eight) = ([size("6x6")], [size("8x8")]);
+        let all = [size("10x10"), size("6x6"), size("8x8"), size("14x14")];
+        let models: [&[Size]; 3] = [&six, &eight, &all];
+        assert_eq!(choose_for_size(&models, size("6x6")), 0);
+        assert_eq!(choose_for_size(&models, size("8x8")), 1);
+        assert_eq!(choose_for_size(&models, size("14x14")), 2);
+        // A size none was trained on: the network that saw the most sizes.
+        assert_eq!(choose_for_size(&models, size("7x9")), 2);
+        assert_eq!(choose_for_size(&models[..2], size("7x9")), 0);
+        assert_eq!(choose_for_size(&[], size("7x9")), 0);
+    }
+}
