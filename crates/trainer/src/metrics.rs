@@ -3,6 +3,7 @@
 //! Everything that depends on the clock sits under `timing`, so two runs of
 //! the same config and seed can be compared field by field without it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
@@ -133,6 +134,9 @@ pub struct IterationMetrics {
     pub elo_chain: f64,
     /// Under gating: whether the new network became the self-play network.
     pub accepted: Option<bool>,
+    /// Games, moves and samples of each board size, in a run of several.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sizes: BTreeMap<String, crate::selfplay::SizeTotals>,
     /// A learner's reading of its workers' shards (`--role learner`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingest: Option<crate::cluster::IngestReport>,

@@ -18,6 +18,7 @@
 //! With a deterministic network the games are reproducible, and with one
 //! thread they are bit-for-bit the same across runs.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use konane_mcts::{Batch, EvalError, Evaluator, Search};
@@ -170,11 +171,39 @@ pub struct SelfPlayStats {
     pub policy_corrected: u64,
     /// Moves played at random (`random_move_probability`).
     pub random_moves: u64,
+    /// Games, moves and samples of each board size (`"10x10"`).
+    #[serde(default)]
+    pub sizes: BTreeMap<String, SizeTotals>,
+}
+
+/// What the games of one board size gave in a self-play phase.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SizeTotals {
+    /// Games finished.
+    pub games: usize,
+    /// Moves played.
+    pub moves: u64,
+    /// Training samples recorded.
+    pub samples: u64,
+    /// Games won by black.
+    pub black_wins: usize,
+}
+
+impl SizeTotals {
+    fn add(&mut self, other: &SizeTotals) {
+        self.games += other.games;
+        self.moves += other.moves;
+        self.samples += other.samples;
+        self.black_wins += other.black_wins;
+    }
 }
 
 impl SelfPlayStats {
     /// Adds `other`'s totals to these.
     pub fn add(&mut self, other: &SelfPlayStats) {
+        for (size, totals) in &other.sizes {
+            self.sizes.entry(size.clone()).or_default().add(totals);
+        }
         self.games += other.games;
         self.moves += other.moves;
         self.samples += other.samples;
@@ -470,6 +499,13 @@ impl<'a> Worker<'a> {
         self.stats.games += 1;
         self.stats.samples += samples.len() as u64;
         self.stats.black_wins += (winner == Color::Black) as usize;
+        let totals = SizeTotals {
+            games: 1,
+            moves: u64::from(game.ply),
+            samples: samples.len() as u64,
+            black_wins: (winner == Color::Black) as usize,
+        };
+        self.stats.sizes.entry(game.position.size().to_string()).or_default().add(&totals);
         self.stats.solved += solved as u64;
         self.stats.solver_disagreed += disagreed as u64;
         GameOutput {

@@ -1,6 +1,7 @@
 //! The training loop: self-play → train → evaluate → checkpoint, with
 //! resume from the newest intact checkpoint.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -763,6 +764,7 @@ impl Loop {
             policy_entropy: entropy,
             target_entropy,
             elo_chain: self.state.elo_chain,
+            sizes: if self.config.sizes.len() > 1 { stats.sizes.clone() } else { BTreeMap::new() },
             ingest: partial.ingest.clone(),
             timing: Timing {
                 selfplay_seconds: partial.selfplay_seconds,

@@ -218,6 +218,14 @@ fn a_mixed_size_run_stopped_mid_iteration_resumes_to_the_same_run() {
     let window = ReplayBuffer::from_bytes(&bytes, usize::MAX).unwrap();
     let sizes: std::collections::BTreeSet<String> = window.iter().map(|s| s.size().to_string()).collect();
     assert_eq!(sizes.into_iter().collect::<Vec<_>>(), ["4x6", "5x5", "6x4"], "every size's games reach the window");
+    // The metrics break each iteration down by size, in the weights' proportions.
+    for line in metrics_without_timing(&root.path().join("straight")) {
+        let per_size = line["sizes"].as_object().unwrap();
+        let games = |size: &str| per_size[size]["games"].as_u64().unwrap();
+        assert_eq!((games("5x5"), games("4x6"), games("6x4")), (3, 2, 1), "6 games dealt 5x5 4x6 6x4 5x5, 5x5 4x6");
+        let samples: u64 = per_size.values().map(|t| t["samples"].as_u64().unwrap()).sum();
+        assert_eq!(samples, line["samples"].as_u64().unwrap());
+    }
 }
 
 fn stops_mid_iteration_and_resumes_exactly(config: impl Fn(u64) -> TrainConfig) -> tempfile::TempDir {
