@@ -55,24 +55,29 @@ fn serve_answers_on_the_port_it_prints_with_the_shipped_networks() {
     assert!(status.contains("200"), "{status}");
     let info: serde_json::Value = serde_json::from_str(&body).unwrap();
     let names: Vec<&str> = info["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["8x8", "6x6"]);
-    let game = r#"{"size": "8x8", "opponent": {"kind": "network", "sims": 50}, "human": "white"}"#;
-    let request = format!(
-        "POST /api/v1/games HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{game}",
-        game.len()
-    );
-    let (status, body) = http(&address, &request);
-    assert!(status.contains("201"), "{status}: {body}");
-    let game: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let id = game["id"].as_str().unwrap();
-    let request = format!(
-        "POST /api/v1/games/{id}/genmove HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    );
-    let (status, body) = http(&address, &request);
-    assert!(status.contains("200"), "{status}: {body}");
-    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(answer["analysis"]["model"], "8x8", "the network trained on 8x8 plays 8x8");
-    assert!(["d4", "e5", "a1", "h8"].contains(&answer["move"].as_str().unwrap()), "{answer}");
+    assert_eq!(names, ["8x8", "6x6", "konane"]);
+    // Each board is played by the shipped network chosen for its size.
+    for (size, model, removals) in
+        [("8x8", "8x8", &["d4", "e5", "a1", "h8"]), ("10x10", "konane", &["e5", "f6", "a1", "j10"])]
+    {
+        let game = format!(r#"{{"size": "{size}", "opponent": {{"kind": "network", "sims": 50}}, "human": "white"}}"#);
+        let request = format!(
+            "POST /api/v1/games HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{game}",
+            game.len()
+        );
+        let (status, body) = http(&address, &request);
+        assert!(status.contains("201"), "{status}: {body}");
+        let game: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let id = game["id"].as_str().unwrap();
+        let request = format!(
+            "POST /api/v1/games/{id}/genmove HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        );
+        let (status, body) = http(&address, &request);
+        assert!(status.contains("200"), "{status}: {body}");
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(answer["analysis"]["model"], model, "{size}");
+        assert!(removals.contains(&answer["move"].as_str().unwrap()), "{answer}");
+    }
     let (status, page) = http(&address, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(status.contains("200") && page.contains("<title>"), "{status}");
 }

@@ -22,9 +22,10 @@ pub const SHIPPED_PATH: &str = "shipped";
 /// under `checkpoints/`. A board plays with the first trained on its size,
 /// any other board with the one trained on the most sizes
 /// ([`choose_for_size`]).
-pub const MODELS: [(&str, &[u8]); 2] = [
+pub const MODELS: [(&str, &[u8]); 3] = [
     ("8x8", include_bytes!("../../../checkpoints/8x8/net.knet")),
     ("6x6", include_bytes!("../../../checkpoints/6x6/net.knet")),
+    ("konane", include_bytes!("../../../checkpoints/konane/net.knet")),
 ];
 
 /// Which of several networks plays a board of `size` when the user named
@@ -177,15 +178,15 @@ mod tests {
         for (size, expected) in [
             ("6x6", "6x6"),
             ("8x8", "8x8"),
-            ("10x10", "8x8"),
-            ("12x12", "8x8"),
-            ("14x14", "8x8"),
-            ("9x13", "8x8"),
-            ("14x17", "8x8"),
-            ("13x20", "8x8"),
-            ("7x7", "8x8"),
-            ("1x1", "8x8"),
-            ("20x20", "8x8"),
+            ("10x10", "konane"),
+            ("12x12", "konane"),
+            ("14x14", "konane"),
+            ("9x13", "konane"),
+            ("14x17", "konane"),
+            ("13x20", "konane"),
+            ("7x7", "konane"),
+            ("1x1", "konane"),
+            ("20x20", "konane"),
         ] {
             let model = load_for(size.parse().unwrap(), &device).unwrap();
             assert_eq!(model.name, expected, "{size}");
