@@ -239,6 +239,15 @@ pub fn load_bytes(bytes: &[u8], name: &str, device: &Device) -> Result<(Net, Net
     build(path, header, weights, device)
 }
 
+/// The header of a network file held in memory; `name` stands for the
+/// file in errors.
+///
+/// # Errors
+/// Damaged or foreign bytes.
+pub fn header_of_bytes(bytes: &[u8], name: &str) -> Result<NetHeader, CheckpointError> {
+    parse_parts(bytes, Path::new(name)).map(|(header, _)| header)
+}
+
 fn build(
     path: &Path,
     header: NetHeader,

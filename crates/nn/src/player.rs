@@ -115,13 +115,6 @@ impl NetFactory {
         self
     }
 
-    /// Its players' seed, whatever seed they are built with (a spec's
-    /// `seed=`); `None` keeps the builder's.
-    pub fn with_seed(mut self, seed: Option<u64>) -> NetFactory {
-        self.seed = seed;
-        self
-    }
-
     /// The limits of its players' moves.
     pub fn limits(&self) -> Limits {
         self.limits
@@ -154,10 +147,29 @@ impl NetFactory {
     /// The network file is missing, damaged or of another format, or a
     /// search setting is out of range.
     pub fn from_spec(spec: &PlayerSpec, backend: Backend) -> Result<NetFactory, FactoryError> {
-        let PlayerKind::Net { path, search, symmetries } = &spec.kind else {
+        let PlayerKind::Net { path, .. } = &spec.kind else {
             return Err(FactoryError::NotANetwork { spec: spec.to_string() });
         };
         let (net, header, network) = load_model(path, &backend.device(), spec.seed_or(0))?;
+        NetFactory::for_spec(net, header, network, spec, backend)
+    }
+
+    /// A factory for a loaded `net` as a `net:` spec's options describe its
+    /// player (search, symmetries, limits, seed); `network` names the
+    /// network in errors.
+    ///
+    /// # Errors
+    /// The spec is not a `net:` one, or a search setting is out of range.
+    pub(crate) fn for_spec(
+        net: Net,
+        header: Option<NetHeader>,
+        network: String,
+        spec: &PlayerSpec,
+        backend: Backend,
+    ) -> Result<NetFactory, FactoryError> {
+        let PlayerKind::Net { search, symmetries, .. } = &spec.kind else {
+            return Err(FactoryError::NotANetwork { spec: spec.to_string() });
+        };
         let symmetries = symmetries.unwrap_or(1);
         let factory = NetFactory::tuned(net, backend, spec.limits, *search, symmetries, spec.to_string())?;
         Ok(NetFactory { seed: spec.seed, header, network, ..factory })

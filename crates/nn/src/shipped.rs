@@ -13,7 +13,7 @@ use crate::backend::Backend;
 use crate::checkpoint::{self, CheckpointError, NetHeader};
 use crate::model::Net;
 use crate::player::{FactoryError, NetFactory, NetPlayer};
-use crate::spec::{PlayerKind, PlayerSpec};
+use crate::spec::PlayerSpec;
 
 /// The `net:` path that names the shipped networks.
 pub const SHIPPED_PATH: &str = "shipped";
@@ -33,10 +33,15 @@ pub const MODELS: [(&str, &[u8]); 3] = [
 /// size, else the one trained on the most sizes (the first of those), as a
 /// network that learned from many boards carries over to a new one better
 /// than a specialist. 0 for an empty list.
-pub fn choose_for_size(trained_on: &[&[Size]], size: Size) -> usize {
-    trained_on.iter().position(|sizes| sizes.contains(&size)).unwrap_or_else(|| {
-        let most = trained_on.iter().map(|sizes| sizes.len()).max().unwrap_or(0);
-        trained_on.iter().position(|sizes| sizes.len() == most).unwrap_or(0)
+pub fn choose_for_size<'a, I>(trained_on: I, size: Size) -> usize
+where
+    I: IntoIterator<Item = &'a [Size]>,
+    I::IntoIter: Clone,
+{
+    let trained_on = trained_on.into_iter();
+    trained_on.clone().position(|sizes| sizes.contains(&size)).unwrap_or_else(|| {
+        let most = trained_on.clone().map(<[Size]>::len).max().unwrap_or(0);
+        trained_on.clone().position(|sizes| sizes.len() == most).unwrap_or(0)
     })
 }
 
@@ -53,8 +58,20 @@ pub struct ShippedModel {
 impl ShippedModel {
     /// What reports and errors call it: `checkpoints/8x8 (embedded)`.
     pub fn label(&self) -> String {
-        format!("checkpoints/{} (embedded)", self.name)
+        label_of(self.name)
     }
+}
+
+/// What reports and errors call the shipped network `name`.
+fn label_of(name: &str) -> String {
+    format!("checkpoints/{name} (embedded)")
+}
+
+/// The shipped network `MODELS[index]`, loaded.
+fn load(index: usize, device: &Device) -> Result<ShippedModel, CheckpointError> {
+    let (name, bytes) = MODELS[index];
+    let (net, header) = checkpoint::load_bytes(bytes, &label_of(name), device)?;
+    Ok(ShippedModel { name, net, header })
 }
 
 /// Every shipped network, in the order of [`MODELS`].
@@ -62,30 +79,26 @@ impl ShippedModel {
 /// # Errors
 /// An embedded file does not load (a build from a damaged checkout).
 pub fn load_all(device: &Device) -> Result<Vec<ShippedModel>, CheckpointError> {
-    MODELS
-        .iter()
-        .map(|&(name, bytes)| {
-            let (net, header) = checkpoint::load_bytes(bytes, &format!("checkpoints/{name} (embedded)"), device)?;
-            Ok(ShippedModel { name, net, header })
-        })
-        .collect()
+    (0..MODELS.len()).map(|index| load(index, device)).collect()
 }
 
-/// The shipped network that plays `size` when the user names none.
+/// The shipped network that plays `size` when the user names none; only
+/// that one is built (the others' headers are read to choose it).
 ///
 /// # Errors
 /// An embedded file does not load.
 pub fn load_for(size: Size, device: &Device) -> Result<ShippedModel, CheckpointError> {
-    let mut models = load_all(device)?;
-    let trained_on: Vec<&[Size]> = models.iter().map(|m| m.header.sizes.as_slice()).collect();
-    let chosen = choose_for_size(&trained_on, size);
-    Ok(models.swap_remove(chosen))
+    let headers = MODELS
+        .iter()
+        .map(|&(name, bytes)| checkpoint::header_of_bytes(bytes, &label_of(name)))
+        .collect::<Result<Vec<_>, _>>()?;
+    load(choose_for_size(headers.iter().map(|h| h.sizes.as_slice()), size), device)
 }
 
 /// `net:shipped,...`: a factory per shipped network, all with the spec's
 /// search and limits; its players pick the network by the board's size.
 pub struct ShippedFactory {
-    models: Arc<[(Vec<Size>, NetFactory)]>,
+    factories: Arc<[NetFactory]>,
     label: String,
 }
 
@@ -96,21 +109,15 @@ impl ShippedFactory {
     /// # Errors
     /// A search setting out of range, or an embedded file that does not load.
     pub fn from_spec(spec: &PlayerSpec, backend: Backend, evaluator_threads: usize) -> Result<Self, FactoryError> {
-        let PlayerKind::Net { search, symmetries, .. } = &spec.kind else {
-            return Err(FactoryError::NotANetwork { spec: spec.to_string() });
-        };
-        let models = load_all(&backend.device())?
+        let factories = load_all(&backend.device())?
             .into_iter()
             .map(|model| {
                 let label = model.label();
-                let factory =
-                    NetFactory::tuned(model.net, backend, spec.limits, *search, symmetries.unwrap_or(1), label)?
-                        .with_evaluator_threads(evaluator_threads)
-                        .with_seed(spec.seed);
-                Ok((model.header.sizes, factory))
+                let factory = NetFactory::for_spec(model.net, Some(model.header), label, spec, backend)?;
+                Ok(factory.with_evaluator_threads(evaluator_threads))
             })
             .collect::<Result<Vec<_>, FactoryError>>()?;
-        Ok(ShippedFactory { models: models.into(), label: spec.to_string() })
+        Ok(ShippedFactory { factories: factories.into(), label: spec.to_string() })
     }
 }
 
@@ -120,15 +127,15 @@ impl PlayerFactory for ShippedFactory {
     }
 
     fn build(&self, seed: u64) -> Box<dyn Player> {
-        let players = self.models.iter().map(|_| None).collect();
-        Box::new(ShippedPlayer { models: Arc::clone(&self.models), players, seed, label: self.label.clone() })
+        let players = self.factories.iter().map(|_| None).collect();
+        Box::new(ShippedPlayer { factories: Arc::clone(&self.factories), players, seed, label: self.label.clone() })
     }
 }
 
 /// A player over the shipped networks: each position is searched by the
 /// network chosen for its size, whose player is built on first use.
 pub struct ShippedPlayer {
-    models: Arc<[(Vec<Size>, NetFactory)]>,
+    factories: Arc<[NetFactory]>,
     players: Vec<Option<NetPlayer>>,
     seed: u64,
     label: String,
@@ -137,8 +144,8 @@ pub struct ShippedPlayer {
 impl ShippedPlayer {
     /// The index of the network that plays `size`.
     pub fn model_for(&self, size: Size) -> usize {
-        let trained_on: Vec<&[Size]> = self.models.iter().map(|(sizes, _)| sizes.as_slice()).collect();
-        choose_for_size(&trained_on, size)
+        let trained_on = self.factories.iter().map(|f| f.header.as_ref().map_or(&[][..], |h| h.sizes.as_slice()));
+        choose_for_size(trained_on, size)
     }
 }
 
@@ -148,13 +155,13 @@ impl Player for ShippedPlayer {
     }
 
     fn limits(&self) -> Limits {
-        self.models.first().map(|(_, factory)| factory.limits()).unwrap_or_default()
+        self.factories.first().map(NetFactory::limits).unwrap_or_default()
     }
 
     fn choose(&mut self, position: &Position, limits: &Limits) -> Result<Option<Choice>, PlayerError> {
         let chosen = self.model_for(position.size());
-        let (models, seed) = (&self.models, self.seed);
-        let player = self.players[chosen].get_or_insert_with(|| models[chosen].1.build_player(seed));
+        let (factories, seed) = (&self.factories, self.seed);
+        let player = self.players[chosen].get_or_insert_with(|| factories[chosen].build_player(seed));
         player.choose(position, limits)
     }
 
@@ -200,12 +207,12 @@ mod tests {
         let (six, eight) = ([size("6x6")], [size("8x8")]);
         let all = [size("10x10"), size("6x6"), size("8x8"), size("14x14")];
         let models: [&[Size]; 3] = [&six, &eight, &all];
-        assert_eq!(choose_for_size(&models, size("6x6")), 0);
-        assert_eq!(choose_for_size(&models, size("8x8")), 1);
-        assert_eq!(choose_for_size(&models, size("14x14")), 2);
+        assert_eq!(choose_for_size(models, size("6x6")), 0);
+        assert_eq!(choose_for_size(models, size("8x8")), 1);
+        assert_eq!(choose_for_size(models, size("14x14")), 2);
         // A size none was trained on: the network that saw the most sizes.
-        assert_eq!(choose_for_size(&models, size("7x9")), 2);
-        assert_eq!(choose_for_size(&models[..2], size("7x9")), 0);
-        assert_eq!(choose_for_size(&[], size("7x9")), 0);
+        assert_eq!(choose_for_size(models, size("7x9")), 2);
+        assert_eq!(choose_for_size(models[..2].iter().copied(), size("7x9")), 0);
+        assert_eq!(choose_for_size([], size("7x9")), 0);
     }
 }

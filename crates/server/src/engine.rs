@@ -185,8 +185,7 @@ impl Engines {
     /// The model for `size` when none is named, by
     /// [`konane_nn::shipped::choose_for_size`].
     pub fn model_for(&self, size: Size) -> usize {
-        let trained_on: Vec<&[Size]> = self.models.iter().map(|m| m.trained_on.as_slice()).collect();
-        konane_nn::shipped::choose_for_size(&trained_on, size)
+        konane_nn::shipped::choose_for_size(self.models.iter().map(|m| m.trained_on.as_slice()), size)
     }
 
     /// Runs `job` on a blocking thread once a search permit is free. If the

@@ -496,15 +496,15 @@ impl<'a> Worker<'a> {
                 sample
             })
             .collect();
-        self.stats.games += 1;
-        self.stats.samples += samples.len() as u64;
-        self.stats.black_wins += (winner == Color::Black) as usize;
         let totals = SizeTotals {
             games: 1,
             moves: u64::from(game.ply),
             samples: samples.len() as u64,
             black_wins: (winner == Color::Black) as usize,
         };
+        self.stats.games += totals.games;
+        self.stats.samples += totals.samples;
+        self.stats.black_wins += totals.black_wins;
         self.stats.sizes.entry(game.position.size().to_string()).or_default().add(&totals);
         self.stats.solved += solved as u64;
         self.stats.solver_disagreed += disagreed as u64;
