@@ -11,4 +11,5 @@ mod cluster;
 mod ktp;
 mod play;
 mod serve;
+mod solve;
 mod train;

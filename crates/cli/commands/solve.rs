@@ -1,10 +1,23 @@
 //! `konane solve SIZE|POS`: `value: W|L` and `winning: MOVES`.
+//!
+//! With `--save DIR` the solve keeps a journal: every result that took at
+//! least a million nodes is appended to `DIR/journal.bin` as it is found
+//! (a checksummed record each), beside `DIR/solve.json` (what is being
+//! solved, and how). `konane solve --resume DIR` puts the journal's results
+//! back into the table and solves again: after Ctrl-C, a kill or a crash
+//! only the work since the last expensive result is redone. The finished
+//! result is written to `DIR/result.txt`.
 
-use std::io::Write;
-use std::time::Instant;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use konane_rules::Solver;
+use konane_rules::solver::JournalEntry;
+use serde::{Deserialize, Serialize};
 
 use super::{human, parse_board};
 
@@ -12,31 +25,210 @@ use super::{human, parse_board};
 #[derive(clap::Args)]
 pub struct Args {
     /// Board size (`6x6`, from the start) or a quoted position string.
-    board: String,
+    #[arg(required_unless_present = "resume")]
+    board: Option<String>,
     /// Transposition table size: 2^BITS buckets of 32 bytes (10 to 29: 32 KiB to 16 GiB).
     #[arg(long, default_value_t = 22, value_parser = clap::value_parser!(u32).range(10..=Solver::MAX_TABLE_BITS as i64))]
     table_bits: u32,
+    /// Transposition table size in GiB (rounded down to a power of two of
+    /// buckets; 0.001 to 16), instead of --table-bits.
+    #[arg(long, conflicts_with = "table_bits", value_parser = parse_gib)]
+    table_gib: Option<f64>,
+    /// Keep symmetric images of a position apart in the table (slower; for
+    /// measuring what the folding saves).
+    #[arg(long)]
+    no_symmetry: bool,
+    /// Keep a journal of the solve in this new directory, to resume it.
+    #[arg(long, conflicts_with = "resume")]
+    save: Option<PathBuf>,
+    /// Resume the solve saved in this directory (its board and table size).
+    #[arg(long, conflicts_with_all = ["board", "no_symmetry"])]
+    resume: Option<PathBuf>,
+    /// Results that took at least this many nodes go to the journal.
+    #[arg(long, default_value_t = 1 << 20, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
+    journal_min_work: u64,
+}
+
+fn parse_gib(text: &str) -> Result<f64, String> {
+    let gib: f64 = text.trim().parse().map_err(|e| format!("{e}"))?;
+    if !(gib.is_finite() && (0.001..=16.0).contains(&gib)) {
+        return Err(format!("{text}: a size in GiB from 0.001 to 16"));
+    }
+    Ok(gib)
+}
+
+/// `DIR/solve.json`: what a saved solve solves, and how.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SolveFile {
+    version: u32,
+    /// The position, in the notation's position string.
+    position: String,
+    table_bits: u32,
+    symmetry: bool,
+}
+
+const SOLVE_FILE: &str = "solve.json";
+const JOURNAL_FILE: &str = "journal.bin";
+const RESULT_FILE: &str = "result.txt";
+const SOLVE_VERSION: u32 = 1;
+const JOURNAL_MAGIC: &[u8; 16] = b"konane-journal\0\x01";
+/// hash, check, value, work, CRC-32 of those.
+const RECORD_BYTES: usize = 8 + 4 + 1 + 8 + 4;
+
+fn record(entry: &JournalEntry) -> [u8; RECORD_BYTES] {
+    let mut out = [0u8; RECORD_BYTES];
+    out[..8].copy_from_slice(&entry.hash.to_le_bytes());
+    out[8..12].copy_from_slice(&entry.check.to_le_bytes());
+    out[12] = u8::from(entry.win);
+    out[13..21].copy_from_slice(&entry.work.to_le_bytes());
+    let crc = crc32fast::hash(&out[..21]);
+    out[21..].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The journal's intact records, and the length of the file they fill (a
+/// torn or damaged tail is cut off there on resume).
+fn read_journal(path: &Path) -> anyhow::Result<(Vec<JournalEntry>, u64)> {
+    let mut bytes = Vec::new();
+    File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).with_context(|| format!("{}", path.display()))?;
+    anyhow::ensure!(bytes.starts_with(JOURNAL_MAGIC), "{}: not a konane solve journal", path.display());
+    let mut entries = Vec::new();
+    let mut at = JOURNAL_MAGIC.len();
+    while let Some(chunk) = bytes.get(at..at + RECORD_BYTES) {
+        if crc32fast::hash(&chunk[..21]).to_le_bytes() != chunk[21..] || chunk[12] > 1 {
+            tracing::warn!(offset = at, "{}: a damaged record; the journal is cut there", path.display());
+            break;
+        }
+        let u64_at = |i: usize| u64::from_le_bytes(chunk[i..i + 8].try_into().expect("8 bytes"));
+        entries.push(JournalEntry {
+            hash: u64_at(0),
+            check: u32::from_le_bytes(chunk[8..12].try_into().expect("4 bytes")),
+            win: chunk[12] == 1,
+            work: u64_at(13),
+        });
+        at += RECORD_BYTES;
+    }
+    Ok((entries, at as u64))
 }
 
 /// Solves exactly and prints the value for the side to move, every winning
-/// move, and the search statistics.
+/// move, and the search statistics; a solve that runs for more than a few
+/// seconds reports its progress on standard error.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let position = parse_board(&args.board)?;
+    let (position, bits, symmetry, dir) = if let Some(dir) = &args.resume {
+        let path = dir.join(SOLVE_FILE);
+        let text = std::fs::read_to_string(&path).with_context(|| format!("--resume: {}", path.display()))?;
+        let saved: SolveFile = serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+        anyhow::ensure!(
+            saved.version == SOLVE_VERSION,
+            "{}: version {} is not {SOLVE_VERSION}",
+            path.display(),
+            saved.version
+        );
+        let position = parse_board(&saved.position).with_context(|| format!("{}: position", path.display()))?;
+        anyhow::ensure!(
+            (10..=Solver::MAX_TABLE_BITS).contains(&saved.table_bits),
+            "{}: table_bits {} is not in 10..={}",
+            path.display(),
+            saved.table_bits,
+            Solver::MAX_TABLE_BITS
+        );
+        (position, saved.table_bits, saved.symmetry, Some(dir.clone()))
+    } else {
+        let position = parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?;
+        let bits = match args.table_gib {
+            Some(gib) => Solver::table_bits_for((gib * (1u64 << 30) as f64) as u64).context("--table-gib")?.max(10),
+            None => args.table_bits,
+        };
+        (position, bits, !args.no_symmetry, args.save.clone())
+    };
     let size = position.size();
     let start = Instant::now();
-    let mut solver = Solver::try_new(args.table_bits).context("--table-bits")?;
-    let solution = solver.solve(&position);
+    let mut solver = Solver::try_new(bits).context("--table-gib/--table-bits")?;
+    solver.set_symmetry(symmetry);
+
+    if let Some(dir) = &dir {
+        let journal_path = dir.join(JOURNAL_FILE);
+        let mut journal = if args.resume.is_some() {
+            let (entries, intact) = read_journal(&journal_path)?;
+            for entry in &entries {
+                solver.pin(*entry);
+            }
+            eprintln!("resuming {size}: {} results from {}", entries.len(), journal_path.display());
+            let file = OpenOptions::new()
+                .write(true)
+                .open(&journal_path)
+                .with_context(|| format!("{}", journal_path.display()))?;
+            file.set_len(intact).with_context(|| format!("{}", journal_path.display()))?;
+            let mut file = file;
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))?;
+            file
+        } else {
+            std::fs::create_dir(dir).with_context(|| format!("--save: {} (a new directory)", dir.display()))?;
+            let saved =
+                SolveFile { version: SOLVE_VERSION, position: position.to_string(), table_bits: bits, symmetry };
+            konane_files::write_atomically(&dir.join(SOLVE_FILE), serde_json::to_string_pretty(&saved)?.as_bytes())
+                .with_context(|| format!("{}", dir.join(SOLVE_FILE).display()))?;
+            let mut file = File::create(&journal_path).with_context(|| format!("{}", journal_path.display()))?;
+            file.write_all(JOURNAL_MAGIC).and_then(|()| file.sync_all()).context("writing the journal")?;
+            file
+        };
+        solver.set_journal(args.journal_min_work, move |entry| match journal.write_all(&record(&entry)) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("writing the solve journal: {e}");
+                false
+            }
+        });
+    }
+
+    let counter = solver.progress();
+    let done = AtomicBool::new(false);
+    let roots = position.moves().len();
+    let solved_roots = AtomicUsize::new(0);
+    let solution = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut last = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if last.elapsed() >= Duration::from_secs(10) {
+                    last = Instant::now();
+                    let nodes = counter.load(Ordering::Relaxed);
+                    let seconds = start.elapsed().as_secs_f64();
+                    eprintln!(
+                        "solving {size}: {} nodes in {seconds:.0}s ({} nodes/s), root moves done {}/{roots}",
+                        human(nodes as f64),
+                        human(nodes as f64 / seconds),
+                        solved_roots.load(Ordering::Relaxed),
+                    );
+                }
+            }
+        });
+        let solution = solver.solve_each(&position, u64::MAX, |_, _, _| {
+            solved_roots.fetch_add(1, Ordering::Relaxed);
+        });
+        done.store(true, Ordering::Relaxed);
+        solution
+    });
+    let solution = solution.map_err(|_| anyhow::anyhow!("the solve stopped: its journal could not be written"))?;
     let seconds = start.elapsed().as_secs_f64();
-    let mut out = super::stdout();
-    writeln!(out, "value: {}", if solution.win { "W" } else { "L" })?;
     let winning: Vec<String> = solution.winning_moves.iter().map(|m| m.to_text(size)).collect();
-    writeln!(out, "winning: {}", winning.join(" "))?;
-    writeln!(
-        out,
-        "side: {}  nodes: {}  time: {seconds:.3}s  ({} nodes/s)",
+    let report = format!(
+        "value: {}\nwinning: {}\nside: {}  nodes: {}  time: {seconds:.3}s  ({} nodes/s)  table: {} MiB{}\n",
+        if solution.win { "W" } else { "L" },
+        winning.join(" "),
         position.side_to_move(),
         solution.nodes,
-        human(solution.nodes as f64 / seconds.max(1e-9))
-    )?;
+        human(solution.nodes as f64 / seconds.max(1e-9)),
+        solver.table_bytes() >> 20,
+        if symmetry { "" } else { ", symmetry off" }
+    );
+    if let Some(dir) = &dir {
+        let path = dir.join(RESULT_FILE);
+        let text = format!("{position}\n{report}");
+        konane_files::write_atomically(&path, text.as_bytes()).with_context(|| format!("{}", path.display()))?;
+    }
+    super::stdout().write_all(report.as_bytes())?;
     Ok(())
 }

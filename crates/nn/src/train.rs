@@ -150,6 +150,32 @@ impl PreparedBatch {
         data
     }
 
+    /// `batch` split by board size into one batch per size, in the order
+    /// the sizes first appear (each keeping its samples' order).
+    ///
+    /// # Panics
+    /// On an empty batch.
+    pub(crate) fn by_size(batch: &[Sample]) -> Vec<PreparedBatch> {
+        assert!(!batch.is_empty(), "empty training batch");
+        let first = batch[0].position.size();
+        if batch.iter().all(|s| s.position.size() == first) {
+            return vec![PreparedBatch::new(batch)];
+        }
+        let mut sizes: Vec<Size> = Vec::new();
+        for sample in batch {
+            if !sizes.contains(&sample.position.size()) {
+                sizes.push(sample.position.size());
+            }
+        }
+        sizes
+            .into_iter()
+            .map(|size| {
+                let group: Vec<Sample> = batch.iter().filter(|s| s.position.size() == size).cloned().collect();
+                PreparedBatch::new(&group)
+            })
+            .collect()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.values.len()
     }
@@ -218,16 +244,19 @@ impl Learner {
         }
     }
 
-    /// One step of gradient descent at learning rate `lr` on `batch` (all of
-    /// one board size), returning the losses before the step.
+    /// One step of gradient descent at learning rate `lr` on `batch`,
+    /// returning the losses before the step. The loss is the mean over the
+    /// batch's samples; a batch of several board sizes runs each size's
+    /// samples through the network on their own (a convolution's input is
+    /// one board shape) and sums the gradients, so no board is padded.
     ///
     /// # Panics
-    /// On an empty batch or mixed board sizes.
+    /// On an empty batch.
     pub fn step(&mut self, batch: &[Sample], lr: f64) -> Losses {
-        let data = PreparedBatch::new(batch);
+        let groups = PreparedBatch::by_size(batch);
         match &mut self.engine {
-            Engine::Burn(burn) => burn.step(&data, lr),
-            Engine::Native(native) => native.step(&data, lr),
+            Engine::Burn(burn) => burn.step(&groups, lr),
+            Engine::Native(native) => native.step(&groups, lr),
         }
     }
 
@@ -283,26 +312,40 @@ impl BurnLearner {
         self.net.as_ref().expect("net present between steps").valid().to_device(device)
     }
 
-    fn step(&mut self, data: &PreparedBatch, lr: f64) -> Losses {
-        let (input, targets, mask, value_targets) = data.tensors(&self.device);
+    fn step(&mut self, groups: &[PreparedBatch], lr: f64) -> Losses {
         let net = self.net.take().expect("net present between steps");
-        let (logits, value) = net.forward(input);
-        let log_probs = log_softmax(logits + mask, 1);
-        let policy_loss = (targets * log_probs.clone()).sum_dim(1).neg().mean();
-        let value_loss = (value - value_targets).powf_scalar(2.0).mean();
+        let n: usize = groups.iter().map(PreparedBatch::len).sum();
+        // Sums over each size's samples; one backward pass of their mean.
+        let mut sums: Option<(Tensor<1>, Tensor<1>, Tensor<1>)> = None;
+        for data in groups {
+            let (input, targets, mask, value_targets) = data.tensors(&self.device);
+            let (logits, value) = net.forward(input);
+            let log_probs = log_softmax(logits + mask, 1);
+            let policy = (targets * log_probs.clone()).sum_dim(1).neg().sum();
+            let value = (value - value_targets).powf_scalar(2.0).sum();
+            // Entropy of the legal-move distribution, for the metrics.
+            let probs = log_probs.clone().exp();
+            let entropy = (probs * log_probs.clamp_min(-1e4)).sum_dim(1).neg().sum().detach();
+            sums = Some(match sums {
+                None => (policy, value, entropy),
+                Some((p, v, e)) => (p + policy, v + value, e + entropy),
+            });
+        }
+        let (policy_sum, value_sum, entropy_sum) = sums.expect("a group");
+        let scale = 1.0 / n as f64;
+        let policy_loss = policy_sum.mul_scalar(scale);
+        let value_loss = value_sum.mul_scalar(scale);
         let loss = policy_loss.clone() + value_loss.clone().mul_scalar(self.settings.value_weight);
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         self.net = Some(self.optimizer.step(lr, net, grads));
 
-        // Entropy of the legal-move distribution, for the metrics.
-        let probs = log_probs.clone().exp();
-        let entropy = (probs * log_probs.clamp_min(-1e4)).sum_dim(1).neg().mean();
         let scalar = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().expect("f32")[0];
+        let target_entropy: f64 = groups.iter().map(|data| data.target_entropy).sum();
         Losses {
             policy: scalar(policy_loss),
             value: scalar(value_loss),
-            policy_entropy: scalar(entropy),
-            target_entropy: (data.target_entropy / data.len() as f64) as f32,
+            policy_entropy: scalar(entropy_sum.mul_scalar(scale)),
+            target_entropy: (target_entropy * scale) as f32,
         }
     }
 

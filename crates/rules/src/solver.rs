@@ -6,11 +6,24 @@
 //! two-slot bucket (keep the bigger subtree, always replace the other)
 //! remembers solved positions; children are tried in order of fewest
 //! replies, and any child already known lost cuts the search at once.
+//!
+//! The table is keyed by a position's symmetry class: the solver keeps the
+//! Zobrist hash of every symmetric image of the board (8 on a square, 4 on
+//! a rectangle), updated move by move, and files the position under the
+//! smallest. Mirrored lines of play (the four corner openings, say) then
+//! share one entry. A second, independent 32-bit hash of the same image
+//! must match too, so a false hit needs 96 bits to collide.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::bits::Bits;
 use crate::board::Board;
+use crate::geometry::{Color, Size};
 use crate::moves::{Move, MoveList};
 use crate::position::{BoardVisitor, Position};
+use crate::symmetry::Symmetry;
+use crate::zobrist;
 
 /// The exact value of a position.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,16 +40,133 @@ pub struct Solution {
 struct Entry {
     /// Hash with its lowest bit replaced by the value (1 = win); 0 = empty.
     key: u64,
-    /// Nodes the solve took, to keep expensive results.
-    work: u64,
+    /// The check hash's high half: must match too.
+    check: u32,
+    /// Nodes the solve took (saturating), to keep expensive results.
+    work: u32,
 }
+
+/// The hashes of every symmetric image of a board (the first
+/// [`Symmetries::count`] are used).
+#[derive(Clone, Copy)]
+struct Keys {
+    hash: [u64; 8],
+    check: [u64; 8],
+}
+
+/// Where each cell goes under each symmetry of one board size.
+struct Symmetries {
+    size: Size,
+    count: usize,
+    /// `map[cell * 8 + s]`: the image of `cell` under symmetry `s`.
+    map: Vec<u16>,
+}
+
+impl Symmetries {
+    fn of(size: Size, enabled: bool) -> Symmetries {
+        let symmetries = if enabled { Symmetry::of(size) } else { &Symmetry::ALL[..1] };
+        let mut map = vec![0u16; size.cells() * 8];
+        for cell in size.all_cells() {
+            for (s, symmetry) in symmetries.iter().enumerate() {
+                map[cell.index() * 8 + s] = symmetry.cell(size, cell).0;
+            }
+        }
+        Symmetries { size, count: symmetries.len(), map }
+    }
+
+    /// The keys of `board` from scratch.
+    fn keys<B: Bits>(&self, board: &Board<B>) -> Keys {
+        let side = board.side_to_move() == Color::White;
+        let base = zobrist::size(self.size) ^ if side { zobrist::WHITE_TO_MOVE } else { 0 };
+        let check = if side { zobrist::CHECK_WHITE_TO_MOVE } else { 0 };
+        let mut keys = Keys { hash: [base; 8], check: [check; 8] };
+        for cell in self.size.all_cells() {
+            if let Some(color) = board.stone_at(cell) {
+                self.toggle(&mut keys, color, cell.index());
+            }
+        }
+        keys
+    }
+
+    #[inline(always)]
+    fn toggle(&self, keys: &mut Keys, color: Color, cell: usize) {
+        let images = &self.map[cell * 8..cell * 8 + 8];
+        for s in 0..self.count {
+            let image = images[s] as usize;
+            keys.hash[s] ^= zobrist::stone(color, image);
+            keys.check[s] ^= zobrist::check_stone(color, image);
+        }
+    }
+
+    /// The keys after `mover` plays `mv`.
+    #[inline]
+    fn after(&self, keys: &Keys, mover: Color, mv: Move) -> Keys {
+        let mut next = *keys;
+        match mv {
+            Move::Remove(cell) => self.toggle(&mut next, mover, cell.index()),
+            Move::Jump { from, to } => {
+                let (from, to) = (from.index(), to.index());
+                self.toggle(&mut next, mover, from);
+                self.toggle(&mut next, mover, to);
+                let cols = self.size.cols();
+                let step = if from / cols == to / cols { 1 } else { cols };
+                let mut jumped = from.min(to) + step;
+                while jumped < from.max(to) {
+                    self.toggle(&mut next, mover.opposite(), jumped);
+                    jumped += 2 * step;
+                }
+            }
+        }
+        for s in 0..self.count {
+            next.hash[s] ^= zobrist::WHITE_TO_MOVE;
+            next.check[s] ^= zobrist::CHECK_WHITE_TO_MOVE;
+        }
+        next
+    }
+
+    /// The table key of the position: the smallest image hash and its
+    /// check hash's high half.
+    #[inline]
+    fn canonical(&self, keys: &Keys) -> (u64, u32) {
+        let mut best = 0;
+        for s in 1..self.count {
+            if keys.hash[s] < keys.hash[best] {
+                best = s;
+            }
+        }
+        (keys.hash[best], (keys.check[best] >> 32) as u32)
+    }
+}
+
+/// A solved position as the table files it (its symmetry class's hashes),
+/// with its value and the nodes its solve took: what a long solve writes
+/// to its journal, and reads back with [`Solver::pin`] to resume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JournalEntry {
+    /// The table hash (lowest bit ignored).
+    pub hash: u64,
+    /// The check hash's high half.
+    pub check: u32,
+    /// Whether the side to move wins.
+    pub win: bool,
+    /// Nodes the solve of this position took.
+    pub work: u64,
+}
+
+/// Where [`Solver`] sends the results that cost at least `min_work`
+/// nodes; the sink returns false to stop the solve (its storage failed).
+type JournalSink = Box<dyn FnMut(JournalEntry) -> bool + Send>;
 
 /// Reusable solver state: the transposition table and per-ply scratch.
 pub struct Solver {
     table: Vec<[Entry; 2]>,
-    scratch: Vec<Vec<(u32, Move)>>,
+    scratch: Vec<Vec<(u32, Move, Keys)>>,
+    symmetries: Option<Symmetries>,
+    use_symmetry: bool,
     nodes: u64,
     node_limit: u64,
+    progress: Arc<AtomicU64>,
+    journal: Option<(u64, JournalSink)>,
 }
 
 /// The transposition table could not be had.
@@ -84,7 +214,75 @@ impl Solver {
             .try_reserve_exact(buckets)
             .map_err(|_| TableError::OutOfMemory((buckets * std::mem::size_of::<[Entry; 2]>()) as u64 >> 20))?;
         table.resize(buckets, [Entry::default(); 2]);
-        Ok(Solver { table, scratch: Vec::new(), nodes: 0, node_limit: u64::MAX })
+        Ok(Solver {
+            table,
+            scratch: Vec::new(),
+            symmetries: None,
+            use_symmetry: true,
+            nodes: 0,
+            node_limit: u64::MAX,
+            progress: Arc::default(),
+            journal: None,
+        })
+    }
+
+    /// Sends every result that took at least `min_work` nodes to `sink` as
+    /// it is found, so a long solve can be resumed from them; the sink
+    /// returns false to stop the solve (which then ends as
+    /// [`Unsolved`]).
+    pub fn set_journal(&mut self, min_work: u64, sink: impl FnMut(JournalEntry) -> bool + Send + 'static) {
+        self.journal = Some((min_work, Box::new(sink)));
+    }
+
+    /// Puts a result of an earlier solve (with the same symmetry setting)
+    /// into the table, marked as the most expensive kind so that it stays.
+    pub fn pin(&mut self, entry: JournalEntry) {
+        self.store((entry.hash, entry.check), entry.win, u64::MAX);
+    }
+
+    /// The number of buckets whose table takes at most `bytes`: the
+    /// largest power of two that fits, as `table_bits`.
+    ///
+    /// # Errors
+    /// [`TableError::TooLarge`] above [`Solver::MAX_TABLE_BITS`] or below
+    /// one bucket.
+    pub fn table_bits_for(bytes: u64) -> Result<u32, TableError> {
+        let buckets = bytes / std::mem::size_of::<[Entry; 2]>() as u64;
+        if buckets == 0 {
+            return Err(TableError::TooLarge(0));
+        }
+        let bits = 63 - buckets.leading_zeros();
+        if bits > Self::MAX_TABLE_BITS {
+            return Err(TableError::TooLarge(bits));
+        }
+        Ok(bits)
+    }
+
+    /// The table's size in bytes.
+    pub fn table_bytes(&self) -> u64 {
+        (self.table.len() * std::mem::size_of::<[Entry; 2]>()) as u64
+    }
+
+    /// Whether positions that are symmetric images of each other share a
+    /// table entry (the default). Off, the table holds each position as
+    /// it is: for measuring what the folding saves.
+    pub fn set_symmetry(&mut self, on: bool) {
+        if on != self.use_symmetry {
+            self.use_symmetry = on;
+            self.symmetries = None;
+            self.clear();
+        }
+    }
+
+    /// Forgets every solved position.
+    pub fn clear(&mut self) {
+        self.table.fill([Entry::default(); 2]);
+    }
+
+    /// A counter of the nodes searched so far by the running solve, updated
+    /// every few thousand nodes: another thread reads it to show progress.
+    pub fn progress(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.progress)
     }
 
     /// The value of `position` and all its winning moves.
@@ -97,15 +295,31 @@ impl Solver {
     /// # Errors
     /// The budget ran out; what was learnt stays in the table.
     pub fn solve_within(&mut self, position: &Position, node_limit: u64) -> Result<Solution, Unsolved> {
+        self.solve_each(position, node_limit, |_, _, _| {})
+    }
+
+    /// As [`Solver::solve_within`], telling `on_move(move, lost, nodes)`
+    /// each root move's value as it is found (`lost`: the move wins).
+    ///
+    /// # Errors
+    /// The budget ran out; what was learnt stays in the table.
+    pub fn solve_each(
+        &mut self,
+        position: &Position,
+        node_limit: u64,
+        mut on_move: impl FnMut(Move, bool, u64),
+    ) -> Result<Solution, Unsolved> {
         self.nodes = 0;
         self.node_limit = node_limit;
         let mut winning_moves = Vec::new();
         for mv in position.moves() {
             let mut child = *position;
             child.play_unchecked(mv);
-            if !self.wins(&child)? {
+            let lost = !self.wins(&child)?;
+            if lost {
                 winning_moves.push(mv);
             }
+            on_move(mv, lost, self.nodes);
         }
         Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes })
     }
@@ -130,34 +344,65 @@ impl Solver {
         impl BoardVisitor for Visit<'_> {
             type Output = Result<bool, Unsolved>;
             fn visit<B: Bits>(self, board: &Board<B>) -> Self::Output {
-                self.0.wins_board(board, 0)
+                let solver = self.0;
+                let size = board.size();
+                if solver.symmetries.as_ref().is_none_or(|s| s.size != size) {
+                    solver.symmetries = Some(Symmetries::of(size, solver.use_symmetry));
+                }
+                let keys = solver.symmetries.as_ref().expect("just set").keys(board);
+                solver.wins_board(board, &keys, 0)
             }
         }
         position.visit(Visit(self))
     }
 
-    fn probe(&self, hash: u64) -> Option<bool> {
+    fn probe(&self, (hash, check): (u64, u32)) -> Option<bool> {
         let bucket = &self.table[hash as usize & (self.table.len() - 1)];
-        bucket.iter().find(|e| e.key != 0 && (e.key ^ hash) & !1 == 0).map(|e| e.key & 1 == 1)
+        bucket.iter().find(|e| e.key != 0 && (e.key ^ hash) & !1 == 0 && e.check == check).map(|e| e.key & 1 == 1)
     }
 
-    fn store(&mut self, hash: u64, win: bool, work: u64) {
+    fn store(&mut self, (hash, check): (u64, u32), win: bool, work: u64) {
+        if let Some((min_work, sink)) = &mut self.journal
+            && work >= *min_work
+            && work != u64::MAX
+            && !sink(JournalEntry { hash: hash & !1, check, win, work })
+        {
+            self.node_limit = 0;
+        }
         let len = self.table.len();
         let bucket = &mut self.table[hash as usize & (len - 1)];
-        let entry = Entry { key: (hash & !1) | win as u64, work };
-        if work >= bucket[0].work || (bucket[0].key ^ hash) & !1 == 0 {
+        let work = u32::try_from(work).unwrap_or(u32::MAX);
+        let entry = Entry { key: (hash & !1) | win as u64, check, work };
+        if work >= bucket[0].work || ((bucket[0].key ^ hash) & !1 == 0 && bucket[0].check == check) {
             bucket[0] = entry;
         } else {
             bucket[1] = entry;
         }
     }
 
-    fn wins_board<B: Bits>(&mut self, board: &Board<B>, ply: usize) -> Result<bool, Unsolved> {
+    fn wins_board<B: Bits>(&mut self, board: &Board<B>, keys: &Keys, ply: usize) -> Result<bool, Unsolved> {
         self.nodes += 1;
         if self.nodes > self.node_limit {
             return Err(Unsolved(self.nodes));
         }
-        if let Some(win) = self.probe(board.hash()) {
+        if self.nodes & 0xFFF == 0 {
+            self.progress.store(self.nodes, Ordering::Relaxed);
+        }
+        let symmetries = self.symmetries.take().expect("set by wins");
+        let result = self.search(board, keys, ply, &symmetries);
+        self.symmetries = Some(symmetries);
+        result
+    }
+
+    fn search<B: Bits>(
+        &mut self,
+        board: &Board<B>,
+        keys: &Keys,
+        ply: usize,
+        symmetries: &Symmetries,
+    ) -> Result<bool, Unsolved> {
+        let key = symmetries.canonical(keys);
+        if let Some(win) = self.probe(key) {
             return Ok(win);
         }
         let start_nodes = self.nodes;
@@ -166,6 +411,7 @@ impl Solver {
         }
         let mut moves = MoveList::new();
         board.generate(&mut moves);
+        let mover = board.side_to_move();
         // Order by the opponent's number of replies; a child with none, or a
         // child already known lost, wins at once.
         let mut ordered = std::mem::take(&mut self.scratch[ply]);
@@ -175,18 +421,31 @@ impl Solver {
             let mut child = *board;
             child.play_unchecked(mv);
             let replies = child.count_moves();
-            if replies == 0 || self.probe(child.hash()) == Some(false) {
+            if replies == 0 {
                 win = true;
                 break;
             }
-            ordered.push((replies, mv));
+            let child_keys = symmetries.after(keys, mover, mv);
+            if self.probe(symmetries.canonical(&child_keys)) == Some(false) {
+                win = true;
+                break;
+            }
+            ordered.push((replies, mv, child_keys));
         }
         if !win {
-            ordered.sort_unstable_by_key(|&(replies, _)| replies);
-            for &(_, mv) in &ordered {
+            ordered.sort_unstable_by_key(|&(replies, _, _)| replies);
+            for (_, mv, child_keys) in &ordered {
                 let mut child = *board;
-                child.play_unchecked(mv);
-                match self.wins_board(&child, ply + 1) {
+                child.play_unchecked(*mv);
+                self.nodes += 1;
+                if self.nodes > self.node_limit {
+                    self.scratch[ply] = ordered;
+                    return Err(Unsolved(self.nodes));
+                }
+                if self.nodes & 0xFFF == 0 {
+                    self.progress.store(self.nodes, Ordering::Relaxed);
+                }
+                match self.search(&child, child_keys, ply + 1, symmetries) {
                     Ok(false) => {
                         win = true;
                         break;
@@ -200,7 +459,7 @@ impl Solver {
             }
         }
         self.scratch[ply] = ordered;
-        self.store(board.hash(), win, self.nodes - start_nodes);
+        self.store(key, win, self.nodes - start_nodes);
         Ok(win)
     }
 }

@@ -13,9 +13,8 @@ const fn splitmix64(state: u64) -> (u64, u64) {
     (state, z ^ (z >> 31))
 }
 
-const fn make_keys() -> [[u64; CELLS]; 2] {
+const fn make_keys(mut state: u64) -> [[u64; CELLS]; 2] {
     let mut keys = [[0u64; CELLS]; 2];
-    let mut state = 0x4B6F_6E61_6E65_2121; // "Konane!!"
     let mut color = 0;
     while color < 2 {
         let mut cell = 0;
@@ -30,7 +29,11 @@ const fn make_keys() -> [[u64; CELLS]; 2] {
     keys
 }
 
-static STONE_KEYS: [[u64; CELLS]; 2] = make_keys();
+static STONE_KEYS: [[u64; CELLS]; 2] = make_keys(0x4B6F_6E61_6E65_2121); // "Konane!!"
+
+/// A second, independent set: the solver's check hash, so that a table
+/// entry is trusted only when 64 + 32 bits agree.
+static CHECK_KEYS: [[u64; CELLS]; 2] = make_keys(0x5072_6F6F_6621_2121); // "Proof!!!"
 
 /// Key of the side to move being white.
 pub const WHITE_TO_MOVE: u64 = 0x2D35_8DCC_AA6C_78A5;
@@ -40,6 +43,15 @@ pub const WHITE_TO_MOVE: u64 = 0x2D35_8DCC_AA6C_78A5;
 pub fn stone(color: Color, cell: usize) -> u64 {
     STONE_KEYS[color.index()][cell]
 }
+
+/// Check key of a stone of `color` on cell index `cell` (see `CHECK_KEYS`).
+#[inline(always)]
+pub fn check_stone(color: Color, cell: usize) -> u64 {
+    CHECK_KEYS[color.index()][cell]
+}
+
+/// Check key of the side to move being white.
+pub const CHECK_WHITE_TO_MOVE: u64 = 0x9E6C_63D0_676A_9A99;
 
 /// Key of the board size, so equal stone patterns on boards of equal cell
 /// count but different shape (4x4 and 2x8) never share a hash.

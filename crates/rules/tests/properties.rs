@@ -368,11 +368,45 @@ proptest! {
         check_solver(&mut solver, &position)?;
     }
 
-    /// The same on 5x5 midgames.
+    /// The same on 5x5 midgames, with the table keyed by symmetry class
+    /// (the default) and without.
     #[test]
     fn solver_agrees_with_minimax_on_5x5_midgames(position in arb_5x5_midgame()) {
         let mut solver = Solver::new(12);
         check_solver(&mut solver, &position)?;
+        solver.set_symmetry(false);
+        check_solver(&mut solver, &position)?;
+    }
+}
+
+/// Symmetric images share table entries: once a position is solved, each
+/// of its images is solved from the table (one node per root move, each a
+/// hit), with the same value and the images of the same winning moves; a
+/// solver without the folding searches each image again.
+#[test]
+fn symmetric_images_are_solved_from_the_table() {
+    for (size, seed) in [("5x5", 3), ("4x6", 5), ("6x6", 8)] {
+        let size: Size = size.parse().unwrap();
+        let positions = game_positions(size, seed);
+        let position = positions[4.min(positions.len() - 1)];
+        let mut folded = Solver::new(16);
+        let mut plain = Solver::new(16);
+        plain.set_symmetry(false);
+        let solution = folded.solve(&position);
+        assert_eq!(solution, plain.solve(&position), "{position}");
+        for &symmetry in &Symmetry::of(size)[1..] {
+            let image = symmetry.apply(&position);
+            let moves = image.moves().len() as u64;
+            let again = folded.solve(&image);
+            assert_eq!(again.win, solution.win, "{symmetry:?} {image}");
+            let mapped: BTreeSet<Move> =
+                solution.winning_moves.iter().map(|&mv| symmetry.apply_move(size, mv)).collect();
+            assert_eq!(again.winning_moves.iter().copied().collect::<BTreeSet<_>>(), mapped, "{symmetry:?}");
+            assert_eq!(again.nodes, moves, "{symmetry:?} {image}: every child a table hit");
+            if image != position {
+                assert!(plain.solve(&image).nodes > moves, "{symmetry:?}: the plain table misses {image}");
+            }
+        }
     }
 }
 

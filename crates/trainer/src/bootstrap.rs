@@ -110,7 +110,14 @@ pub fn run(
     let tenth = (config.steps / 10).max(1);
     let (mut first, mut last, mut last_value) = (0.0, 0.0, 0.0);
     let train_start = std::time::Instant::now();
-    let plan = StepPlan { steps: config.steps, batch_size: training.batch_size, augment: true, stop, book: None };
+    let plan = StepPlan {
+        steps: config.steps,
+        batch_size: training.batch_size,
+        augment: true,
+        size_mix: training.size_mix,
+        stop,
+        book: None,
+    };
     let finished = train_steps(
         &window,
         learner,

@@ -19,6 +19,8 @@ use konane_rules::Size;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::replay::SizeMix;
+
 /// The quick 6x6 config, embedded so that `konane train` works from any
 /// directory.
 pub const QUICK_CONFIG: &str = include_str!("../../../configs/6x6-quick.toml");
@@ -283,8 +285,11 @@ pub enum LrSchedule {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainingConfig {
-    /// Samples per step (all of one board size).
+    /// Samples per step.
     pub batch_size: usize,
+    /// Whether a step's batch is one board size (`one_size`) or every size
+    /// of the window in proportion (`mixed`): only matters with several sizes.
+    pub size_mix: SizeMix,
     /// Steps per iteration.
     pub steps: u64,
     /// `constant`, `step` or `cosine`.
@@ -305,6 +310,7 @@ impl Default for TrainingConfig {
     fn default() -> Self {
         TrainingConfig {
             batch_size: 256,
+            size_mix: SizeMix::OneSize,
             steps: 200,
             lr_schedule: LrSchedule::Constant,
             lr: 1e-3,

@@ -250,6 +250,18 @@ pub fn encode<'a>(samples: impl IntoIterator<Item = &'a PackedSample, IntoIter: 
     out
 }
 
+/// Whether a training batch holds one board size or all of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SizeMix {
+    /// Every sample of a batch has the size of its first draw: a run of
+    /// several sizes trains them one batch at a time.
+    #[default]
+    OneSize,
+    /// Samples of every size, each drawn uniformly from the window.
+    Mixed,
+}
+
 /// The newest `capacity` samples, oldest first.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplayBuffer {
@@ -313,12 +325,15 @@ impl ReplayBuffer {
     /// # Panics
     /// On an empty window.
     pub fn sample_batch<R: Rng + ?Sized>(&self, batch_size: usize, augment: bool, rng: &mut R) -> Vec<Sample> {
-        self.sample_batch_with(batch_size, augment, None, rng)
+        self.sample_batch_with(batch_size, augment, None, SizeMix::OneSize, rng)
     }
 
     /// As [`ReplayBuffer::sample_batch`], with `n` of the `batch_size`
-    /// samples drawn from `book` (those of the batch's size; none if it has
-    /// none). Without a book the draws are those of `sample_batch`.
+    /// samples drawn from `book` (those of the batch's size with
+    /// [`SizeMix::OneSize`]; none if it has none), and with `mix` deciding
+    /// whether a batch is one size or every size in proportion to its
+    /// share of the window. Without a book the draws are those of
+    /// `sample_batch` (or of a plain uniform draw when mixed).
     ///
     /// # Panics
     /// On an empty window.
@@ -327,12 +342,16 @@ impl ReplayBuffer {
         batch_size: usize,
         augment: bool,
         book: Option<(&ReplayBuffer, usize)>,
+        mix: SizeMix,
         rng: &mut R,
     ) -> Vec<Sample> {
         assert!(!self.samples.is_empty(), "sampling from an empty replay window");
         let from_book = book.map_or(0, |(_, n)| n.min(batch_size));
         let first = &self.samples[rng.random_range(0..self.samples.len())];
-        let size = first.size();
+        let size = match mix {
+            SizeMix::OneSize => Some(first.size()),
+            SizeMix::Mixed => None,
+        };
         let mut batch = Vec::with_capacity(batch_size);
         self.draw_into(&mut batch, batch_size - from_book, size, Some(first), augment, rng);
         if let Some((book, _)) = book.filter(|(book, _)| !book.is_empty()) {
@@ -342,13 +361,14 @@ impl ReplayBuffer {
         batch
     }
 
-    /// Draws samples of `size` (`first` being the first draw, if given)
-    /// until `batch` holds `wanted`, or 64 draws per wanted sample failed.
+    /// Draws samples (only of `size`, if given; `first` being the first
+    /// draw, if given) until `batch` holds `wanted`, or 64 draws per wanted
+    /// sample failed.
     fn draw_into<R: Rng + ?Sized>(
         &self,
         batch: &mut Vec<Sample>,
         wanted: usize,
-        size: Size,
+        size: Option<Size>,
         mut first: Option<&PackedSample>,
         augment: bool,
         rng: &mut R,
@@ -357,11 +377,11 @@ impl ReplayBuffer {
         while batch.len() < wanted && draws < 64 * wanted {
             let sample = first.take().unwrap_or_else(|| &self.samples[rng.random_range(0..self.samples.len())]);
             draws += 1;
-            if sample.size() != size {
+            if size.is_some_and(|size| sample.size() != size) {
                 continue;
             }
-            let symmetry =
-                if augment { *Symmetry::of(size).choose(rng).expect("the identity") } else { Symmetry::Identity };
+            let symmetries = Symmetry::of(sample.size());
+            let symmetry = if augment { *symmetries.choose(rng).expect("the identity") } else { Symmetry::Identity };
             batch.push(sample.unpack(symmetry));
         }
     }
@@ -572,6 +592,35 @@ mod tests {
     }
 
     #[test]
+    fn mixed_batches_hold_every_size_in_proportion() {
+        let mut window = ReplayBuffer::new(10_000);
+        let mut book = ReplayBuffer::new(10_000);
+        for seed in 0..10 {
+            window.extend(game_samples("6x6", seed));
+            window.extend(game_samples("5x5", seed));
+        }
+        book.extend(game_samples("4x4", 99).into_iter().map(|s| PackedSample { value: 0.5, ..s }));
+        let share_6x6 =
+            window.samples.iter().filter(|s| s.size().to_string() == "6x6").count() as f64 / window.len() as f64;
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let (mut drawn, mut of_6x6, mut mixed) = (0, 0, 0);
+        for _ in 0..40 {
+            let batch = window.sample_batch_with(64, true, Some((&book, 8)), SizeMix::Mixed, &mut rng);
+            assert_eq!(batch.len(), 64);
+            // The book's share comes last, whatever its size.
+            assert!(batch[56..].iter().all(|s| s.value == 0.5 && s.position.size().to_string() == "4x4"));
+            let window_part = &batch[..56];
+            assert!(window_part.iter().all(|s| s.value != 0.5));
+            let n = window_part.iter().filter(|s| s.position.size().to_string() == "6x6").count();
+            mixed += usize::from(n > 0 && n < window_part.len());
+            (drawn, of_6x6) = (drawn + window_part.len(), of_6x6 + n);
+        }
+        assert_eq!(mixed, 40, "every batch holds both sizes");
+        let share = of_6x6 as f64 / drawn as f64;
+        assert!((share - share_6x6).abs() < 0.05, "6x6 is {share:.3} of the draws, {share_6x6:.3} of the window");
+    }
+
+    #[test]
     fn a_book_supplies_its_share_of_each_batch_in_the_batch_size() {
         let mut window = ReplayBuffer::new(10_000);
         let mut book = ReplayBuffer::new(10_000);
@@ -584,7 +633,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
         let (mut with_6x6, mut with_5x5) = (0, 0);
         for _ in 0..40 {
-            let batch = window.sample_batch_with(32, true, Some((&book, 8)), &mut rng);
+            let batch = window.sample_batch_with(32, true, Some((&book, 8)), SizeMix::OneSize, &mut rng);
             let size = batch[0].position.size();
             assert!(batch.iter().all(|s| s.position.size() == size));
             let from_book = batch.iter().filter(|s| s.value == 0.5).count();
@@ -603,8 +652,11 @@ mod tests {
         let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
         for _ in 0..5 {
             let plain: Vec<_> = window.sample_batch(16, true, &mut a).into_iter().map(|s| s.position).collect();
-            let with: Vec<_> =
-                window.sample_batch_with(16, true, None, &mut b).into_iter().map(|s| s.position).collect();
+            let with: Vec<_> = window
+                .sample_batch_with(16, true, None, SizeMix::OneSize, &mut b)
+                .into_iter()
+                .map(|s| s.position)
+                .collect();
             assert_eq!(plain, with);
         }
     }

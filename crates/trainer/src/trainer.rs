@@ -673,7 +673,13 @@ impl Loop {
         let per_batch = config.replay.solved_openings_per_batch(training.batch_size);
         let book = self.book.as_ref().map(|book| (book, per_batch));
         for _ in 0..done {
-            self.replay.sample_batch_with(training.batch_size, config.replay.augment, book, &mut rng);
+            self.replay.sample_batch_with(
+                training.batch_size,
+                config.replay.augment,
+                book,
+                training.size_mix,
+                &mut rng,
+            );
         }
         let progress = PhaseProgress::start(&*self.observer, Phase::Training, training.steps, done);
         let mut sums = partial.loss_sums.map(f64::from_bits);
@@ -683,6 +689,7 @@ impl Loop {
             steps: training.steps.saturating_sub(done),
             batch_size: training.batch_size,
             augment: config.replay.augment,
+            size_mix: training.size_mix,
             stop: &self.stop,
             book,
         };

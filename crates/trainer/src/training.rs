@@ -9,7 +9,7 @@ use konane_nn::train::{Learner, Losses};
 use rand::Rng;
 
 use crate::TrainError;
-use crate::replay::ReplayBuffer;
+use crate::replay::{ReplayBuffer, SizeMix};
 
 /// How many gradient steps [`train_steps`] takes, on what batches,
 /// and the flag that stops it early (Ctrl-C).
@@ -20,6 +20,8 @@ pub struct StepPlan<'a> {
     pub batch_size: usize,
     /// Whether each sample is seen through a random board symmetry.
     pub augment: bool,
+    /// One board size per batch, or all sizes mixed.
+    pub size_mix: SizeMix,
     /// Raised to stop between steps.
     pub stop: &'a AtomicBool,
     /// Solved openings and how many of each batch's samples come from them
@@ -47,7 +49,7 @@ pub fn train_steps<R: Rng + ?Sized>(
         if plan.stop.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        let batch = window.sample_batch_with(plan.batch_size, plan.augment, plan.book, rng);
+        let batch = window.sample_batch_with(plan.batch_size, plan.augment, plan.book, plan.size_mix, rng);
         let losses = learner.step(&batch, lr(k));
         let named = [
             ("policy loss", losses.policy),

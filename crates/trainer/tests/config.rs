@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use konane_trainer::config::{LrSchedule, TrainConfig};
+use konane_trainer::replay::SizeMix;
 
 fn error(text: &str) -> String {
     TrainConfig::parse(text, "test.toml").unwrap_err().to_string()
@@ -63,6 +64,10 @@ fn a_mistyped_value_names_the_key() {
     assert!(e.contains("backend") && e.contains("cuda"), "{e}");
     let e = error("[training]\nlr_schedule = \"linear\"\n");
     assert!(e.contains("training.lr_schedule"), "{e}");
+    let e = error("[training]\nsize_mix = \"both\"\n");
+    assert!(e.contains("training.size_mix") && e.contains("mixed"), "{e}");
+    let mixed = TrainConfig::parse("[training]\nsize_mix = \"mixed\"\n", "test.toml").unwrap();
+    assert_eq!(mixed.training.size_mix, SizeMix::Mixed);
 }
 
 #[test]

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use konane_trainer::replay::ReplayBuffer;
+use konane_trainer::config::TrainingConfig;
+use konane_trainer::replay::{ReplayBuffer, SizeMix};
 use konane_trainer::run::{self, REPLAY_FILE};
 use konane_trainer::{RunObserver, TrainConfig, TrainOptions, train};
 
@@ -204,14 +205,18 @@ fn stopped_mid_iteration_resumes_to_the_same_run() {
     stops_mid_iteration_and_resumes_exactly(tiny);
 }
 
-/// The same with games dealt over three sizes by weight: the window and
-/// the batches mix sizes, and the resume still equals the straight run.
+/// The same with games dealt over three sizes by weight and training
+/// batches that mix them: the resume still equals the straight run.
 #[test]
 fn a_mixed_size_run_stopped_mid_iteration_resumes_to_the_same_run() {
-    let mixed = |iterations| TrainConfig {
-        sizes: ["5x5", "4x6", "6x4"].map(|s| s.parse().unwrap()).to_vec(),
-        size_weights: vec![2, 1, 1],
-        ..tiny(iterations)
+    let mixed = |iterations| {
+        let tiny = tiny(iterations);
+        TrainConfig {
+            sizes: ["5x5", "4x6", "6x4"].map(|s| s.parse().unwrap()).to_vec(),
+            size_weights: vec![2, 1, 1],
+            training: TrainingConfig { size_mix: SizeMix::Mixed, ..tiny.training.clone() },
+            ..tiny
+        }
     };
     let root = stops_mid_iteration_and_resumes_exactly(mixed);
     let bytes = fs::read(root.path().join("straight/checkpoints/iter-000003").join(REPLAY_FILE)).unwrap();

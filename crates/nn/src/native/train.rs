@@ -349,6 +349,7 @@ impl Workspace {
 struct Model<'a> {
     layout: &'a Layout,
     weights: &'a [Vec<f32>],
+    value_weight: f32,
 }
 
 impl Model<'_> {
@@ -466,13 +467,14 @@ impl Model<'_> {
     }
 
     /// Forward and backward over positions `range` of `data`: adds their
-    /// gradient (of the batch's mean loss) and loss sums to `slot`.
-    fn chunk(&self, ws: &mut Workspace, data: &PreparedBatch, range: Range<usize>, value_weight: f32, slot: &mut Slot) {
+    /// gradient (of the loss summed over positions, times `scale`: one over
+    /// the whole step's positions, for a mean) and loss sums to `slot`.
+    fn chunk(&self, ws: &mut Workspace, data: &PreparedBatch, range: Range<usize>, scale: f32, slot: &mut Slot) {
         let layout = self.layout;
+        let value_weight = self.value_weight;
         let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
         let (cells, cols) = (geometry.cells(), geometry.cols);
         let batch = range.len();
-        let scale = 1.0 / data.len() as f32;
         ws.prepare(layout, geometry, batch);
         let shape = (geometry, batch);
         let rows_padded = batch * geometry.padded_cells();
@@ -684,48 +686,60 @@ impl NativeLearner {
         self.parameters.write(self.template.clone())
     }
 
-    /// The gradient of the batch's loss, in burn's layouts and visiting
-    /// order, and the losses, without changing the weights.
-    fn gradient(&mut self, data: &PreparedBatch) -> Losses {
+    /// The gradient of the mean loss over every position of `groups` (one
+    /// board size each), in burn's layouts and visiting order, and the
+    /// losses, without changing the weights.
+    fn gradient(&mut self, groups: &[PreparedBatch]) -> Losses {
         let layout = &self.layout;
         layout.to_native(&self.parameters.values, &mut self.weights);
-        let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
-        let per_chunk = (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1);
-        let chunks = data.len().div_ceil(per_chunk);
+        let n: usize = groups.iter().map(PreparedBatch::len).sum();
+        let scale = 1.0 / n as f32;
+        // Each group is cut into chunks of its own size; the slots of all
+        // groups' chunks are summed in order at the end.
+        let per_chunk = |data: &PreparedBatch| {
+            let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
+            (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1)
+        };
+        let chunks: usize = groups.iter().map(|data| data.len().div_ceil(per_chunk(data))).sum();
         if self.slots.len() < chunks {
             self.slots.resize_with(chunks, Slot::default);
         }
-        let threads = self.threads.min(chunks);
-        if self.workspaces.len() < threads {
-            self.workspaces.resize_with(threads, Workspace::default);
-        }
-        let model = Model { layout, weights: &self.weights };
-        let value_weight = self.settings.value_weight;
+        let model = Model { layout, weights: &self.weights, value_weight: self.settings.value_weight };
         let sizes = &self.native_sizes;
-        let run = |first_chunk: usize, slots: &mut [Slot], ws: &mut Workspace| {
-            for (j, slot) in slots.iter_mut().enumerate() {
-                let start = (first_chunk + j) * per_chunk;
-                slot.clear(sizes);
-                model.chunk(ws, data, start..(start + per_chunk).min(data.len()), value_weight, slot);
+        let mut rest = &mut self.slots[..chunks];
+        for data in groups {
+            let per_chunk = per_chunk(data);
+            let group_chunks = data.len().div_ceil(per_chunk);
+            let (slots, others) = rest.split_at_mut(group_chunks);
+            rest = others;
+            let threads = self.threads.min(group_chunks);
+            if self.workspaces.len() < threads {
+                self.workspaces.resize_with(threads, Workspace::default);
             }
-        };
-        let slots = &mut self.slots[..chunks];
-        if threads == 1 {
-            run(0, slots, &mut self.workspaces[0]);
-        } else {
-            // Contiguous runs of chunks per thread.
-            std::thread::scope(|scope| {
-                let mut rest = slots;
-                let mut first = 0;
-                for (t, ws) in self.workspaces[..threads].iter_mut().enumerate() {
-                    let take = chunks * (t + 1) / threads - first;
-                    let (mine, others) = rest.split_at_mut(take);
-                    rest = others;
-                    let run = &run;
-                    scope.spawn(move || run(first, mine, ws));
-                    first += take;
+            let run = |first_chunk: usize, slots: &mut [Slot], ws: &mut Workspace| {
+                for (j, slot) in slots.iter_mut().enumerate() {
+                    let start = (first_chunk + j) * per_chunk;
+                    slot.clear(sizes);
+                    model.chunk(ws, data, start..(start + per_chunk).min(data.len()), scale, slot);
                 }
-            });
+            };
+            if threads == 1 {
+                run(0, slots, &mut self.workspaces[0]);
+            } else {
+                // Contiguous runs of chunks per thread.
+                std::thread::scope(|scope| {
+                    let mut rest = slots;
+                    let mut first = 0;
+                    for (t, ws) in self.workspaces[..threads].iter_mut().enumerate() {
+                        let take = group_chunks * (t + 1) / threads - first;
+                        let (mine, others) = rest.split_at_mut(take);
+                        rest = others;
+                        let run = &run;
+                        scope.spawn(move || run(first, mine, ws));
+                        first += take;
+                    }
+                });
+            }
         }
         // Sum the slots in chunk order.
         let (first, others) = self.slots[..chunks].split_first_mut().expect("a chunk");
@@ -740,18 +754,20 @@ impl NativeLearner {
             first.entropy += slot.entropy;
         }
         layout.to_burn(&first.grads, &mut self.grads);
-        let n = data.len() as f64;
+        let target_entropy: f64 = groups.iter().map(|data| data.target_entropy).sum();
+        let n = n as f64;
         Losses {
             policy: (first.policy / n) as f32,
             value: (first.value / n) as f32,
             policy_entropy: (first.entropy / n) as f32,
-            target_entropy: (data.target_entropy / n) as f32,
+            target_entropy: (target_entropy / n) as f32,
         }
     }
 
-    /// One step at learning rate `lr`; returns the losses before it.
-    pub(crate) fn step(&mut self, data: &PreparedBatch, lr: f64) -> Losses {
-        let losses = self.gradient(data);
+    /// One step at learning rate `lr` on `groups` (one board size each);
+    /// returns the losses before it.
+    pub(crate) fn step(&mut self, groups: &[PreparedBatch], lr: f64) -> Losses {
+        let losses = self.gradient(groups);
         let lr = lr as f32;
         let decay = self.settings.weight_decay;
         let zeros = matches!(self.state, OptimizerState::Sgd { velocity: None }).then(|| self.parameters.zeros_like());
@@ -967,7 +983,7 @@ mod tests {
             let size: Size = size.parse().unwrap();
             let samples = batch(size, n);
             let data = PreparedBatch::new(&samples);
-            let losses = learner.gradient(&data);
+            let losses = learner.gradient(std::slice::from_ref(&data));
             let (expected, burn_loss) = burn_gradients(&net, &data, settings.value_weight);
             let native_loss = losses.policy + settings.value_weight * losses.value;
             assert!((native_loss - burn_loss).abs() < 1e-4 * burn_loss.abs().max(1.0), "{size}: loss");
@@ -1009,6 +1025,56 @@ mod tests {
     }
 
     #[test]
+    fn a_mixed_size_batch_is_the_sample_weighted_mean_of_its_sizes() {
+        let net = gated_net(2, 8, 5);
+        let settings = LearnerConfig { value_weight: 1.5, ..LearnerConfig::default() };
+        let mut learner = NativeLearner::new(&net, settings);
+        // 40 positions of 4x4 fill more than one chunk.
+        let (a, b) = (batch("6x6".parse().unwrap(), 7), batch("4x4".parse().unwrap(), 140));
+        let mut mixed: Vec<Sample> = a.iter().chain(&b).cloned().collect();
+        mixed.swap(0, 9);
+        let groups = PreparedBatch::by_size(&mixed);
+        assert_eq!(
+            groups.iter().map(|g| (g.size.to_string(), g.len())).collect::<Vec<_>>(),
+            [("4x4".to_string(), 140), ("6x6".to_string(), 7)]
+        );
+        let losses = learner.gradient(&groups);
+        let together = learner.grads.clone();
+        let mut expected = learner.parameters.zeros_like();
+        let (mut policy, mut value) = (0.0, 0.0);
+        for group in &groups {
+            let part = learner.gradient(std::slice::from_ref(group));
+            let weight = group.len() as f32 / mixed.len() as f32;
+            for (e, g) in expected.iter_mut().flatten().zip(learner.grads.iter().flatten()) {
+                *e += weight * g;
+            }
+            policy += weight * part.policy;
+            value += weight * part.value;
+        }
+        assert!((losses.policy - policy).abs() < 1e-5 && (losses.value - value).abs() < 1e-5, "{losses:?}");
+        for ((path, got), want) in learner.parameters.paths.iter().zip(&together).zip(&expected) {
+            let scale = want.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            let worst = got.iter().zip(want).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(worst <= 1e-5 * scale.max(1e-3), "{path} off by {worst} (largest {scale})");
+        }
+        // burn's engine takes the same step on the same mixed batch.
+        let mut burn = Learner::new(net.clone(), crate::Backend::Flex, settings);
+        let mut native = Learner::new(net.clone(), crate::Backend::Native, settings);
+        native.set_threads(2);
+        let (b, n) = (burn.step(&mixed, 1e-2), native.step(&mixed, 1e-2));
+        assert!((b.policy - n.policy).abs() < 1e-4 && (b.value - n.value).abs() < 1e-4, "{b:?} {n:?}");
+        assert!((n.policy - losses.policy).abs() < 1e-6, "threads change the mixed loss");
+        let device = Device::flex();
+        let weights = |learner: &Learner| Parameters::read(&learner.inference_net(&device)).values;
+        let worst = weights(&burn)
+            .iter()
+            .flatten()
+            .zip(weights(&native).iter().flatten())
+            .fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+        assert!(worst < 1e-4, "weights differ from burn's by {worst}");
+    }
+
+    #[test]
     fn optimizer_state_round_trips_and_refuses_foreign_files() {
         let net = gated_net(1, 8, 2);
         let samples = batch("5x5".parse().unwrap(), 10);
@@ -1018,12 +1084,13 @@ mod tests {
         for optimizer in [OptimizerKind::Adamw, OptimizerKind::Sgd] {
             let settings = LearnerConfig { optimizer, ..LearnerConfig::default() };
             let mut learner = NativeLearner::new(&net, settings);
-            learner.step(&data, 1e-3);
+            learner.step(std::slice::from_ref(&data), 1e-3);
             learner.save_optimizer(&path).unwrap();
             let mut resumed = NativeLearner::new(&learner.net(), settings);
             resumed.load_optimizer(&path).unwrap();
             assert_eq!(resumed.state, learner.state, "{optimizer:?}");
-            assert_eq!(resumed.step(&data, 1e-3), learner.step(&data, 1e-3));
+            let data = std::slice::from_ref(&data);
+            assert_eq!(resumed.step(data, 1e-3), learner.step(data, 1e-3));
             assert_eq!(resumed.parameters, learner.parameters, "{optimizer:?}: resumed step differs");
         }
         // Damaged, foreign, other optimizer, other shape.
