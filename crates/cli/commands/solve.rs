@@ -127,13 +127,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             saved.version
         );
         let position = parse_board(&saved.position).with_context(|| format!("{}: position", path.display()))?;
-        anyhow::ensure!(
-            (10..=Solver::MAX_TABLE_BITS).contains(&saved.table_bits),
-            "{}: table_bits {} is not in 10..={}",
-            path.display(),
-            saved.table_bits,
-            Solver::MAX_TABLE_BITS
-        );
         (position, saved.table_bits, saved.symmetry, Some(dir.clone()))
     } else {
         let position = parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?;
@@ -145,7 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let size = position.size();
     let start = Instant::now();
-    let mut solver = Solver::try_new(bits).context("--table-gib/--table-bits")?;
+    let mut solver = Solver::try_new(bits).context("the transposition table")?;
     solver.set_symmetry(symmetry);
 
     if let Some(dir) = &dir {
@@ -156,13 +149,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 solver.pin(*entry);
             }
             eprintln!("resuming {size}: {} results from {}", entries.len(), journal_path.display());
+            // Appends go after the intact records, the torn tail cut off.
             let file = OpenOptions::new()
-                .write(true)
+                .append(true)
                 .open(&journal_path)
                 .with_context(|| format!("{}", journal_path.display()))?;
             file.set_len(intact).with_context(|| format!("{}", journal_path.display()))?;
-            let mut file = file;
-            std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))?;
             file
         } else {
             std::fs::create_dir(dir).with_context(|| format!("--save: {} (a new directory)", dir.display()))?;
@@ -205,7 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         });
-        let solution = solver.solve_each(&position, u64::MAX, |_, _, _| {
+        let solution = solver.solve_each(&position, u64::MAX, |_, _| {
             solved_roots.fetch_add(1, Ordering::Relaxed);
         });
         done.store(true, Ordering::Relaxed);

@@ -116,22 +116,46 @@ pub(crate) struct PreparedBatch {
 impl PreparedBatch {
     /// # Panics
     /// On an empty batch or mixed board sizes.
+    #[cfg(test)]
     pub(crate) fn new(batch: &[Sample]) -> PreparedBatch {
         assert!(!batch.is_empty(), "empty training batch");
         let size = batch[0].position.size();
+        assert!(batch.iter().all(|s| s.position.size() == size), "one board size per batch");
+        PreparedBatch::of_size(size, batch)
+    }
+
+    /// `batch` split by board size into one batch per size, in the order
+    /// the sizes first appear (each keeping its samples' order).
+    ///
+    /// # Panics
+    /// On an empty batch.
+    pub(crate) fn by_size(batch: &[Sample]) -> Vec<PreparedBatch> {
+        assert!(!batch.is_empty(), "empty training batch");
+        let mut sizes: Vec<Size> = Vec::new();
+        for sample in batch {
+            if !sizes.contains(&sample.position.size()) {
+                sizes.push(sample.position.size());
+            }
+        }
+        sizes.into_iter().map(|size| PreparedBatch::of_size(size, batch)).collect()
+    }
+
+    /// The samples of `batch` whose board is `size`, in order.
+    fn of_size(size: Size, batch: &[Sample]) -> PreparedBatch {
+        let samples = || batch.iter().filter(move |s| s.position.size() == size);
+        let n = samples().count();
         let cells = size.cells();
         let mut data = PreparedBatch {
             size,
-            planes: vec![0.0; batch.len() * INPUT_PLANES * cells],
+            planes: vec![0.0; n * INPUT_PLANES * cells],
             starts: vec![0],
             legal: Vec::new(),
             targets: Vec::new(),
-            values: Vec::with_capacity(batch.len()),
+            values: Vec::with_capacity(n),
             target_entropy: 0.0,
         };
         let mut moves = MoveList::new();
-        for (sample, planes) in batch.iter().zip(data.planes.chunks_exact_mut(INPUT_PLANES * cells)) {
-            assert_eq!(sample.position.size(), size, "one board size per batch");
+        for (sample, planes) in samples().zip(data.planes.chunks_exact_mut(INPUT_PLANES * cells)) {
             write_planes(&sample.position, planes);
             sample.position.legal_moves(&mut moves);
             for &mv in &moves {
@@ -148,32 +172,6 @@ impl PreparedBatch {
             data.values.push(sample.value);
         }
         data
-    }
-
-    /// `batch` split by board size into one batch per size, in the order
-    /// the sizes first appear (each keeping its samples' order).
-    ///
-    /// # Panics
-    /// On an empty batch.
-    pub(crate) fn by_size(batch: &[Sample]) -> Vec<PreparedBatch> {
-        assert!(!batch.is_empty(), "empty training batch");
-        let first = batch[0].position.size();
-        if batch.iter().all(|s| s.position.size() == first) {
-            return vec![PreparedBatch::new(batch)];
-        }
-        let mut sizes: Vec<Size> = Vec::new();
-        for sample in batch {
-            if !sizes.contains(&sample.position.size()) {
-                sizes.push(sample.position.size());
-            }
-        }
-        sizes
-            .into_iter()
-            .map(|size| {
-                let group: Vec<Sample> = batch.iter().filter(|s| s.position.size() == size).cloned().collect();
-                PreparedBatch::new(&group)
-            })
-            .collect()
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -295,16 +295,6 @@ impl<B: Bits> Board<B> {
         self.directions().iter().any(|dir| !(own & dir.jump_sources(opp, empty)).is_empty())
     }
 
-    /// Cells strictly between `from` and `to` that a jump captures, with the
-    /// index step between them.
-    #[inline(always)]
-    fn jump_path(&self, from: Cell, to: Cell) -> (usize, usize, usize) {
-        let (from, to) = (from.index(), to.index());
-        let cols = self.size.cols();
-        let step = if from / cols == to / cols { 1 } else { cols };
-        (from.min(to), to.max(from), step)
-    }
-
     #[inline(always)]
     fn toggle(&mut self, color: Color, cell: usize) {
         let bit = B::single(cell);
@@ -337,18 +327,7 @@ impl<B: Bits> Board<B> {
 
     #[inline(always)]
     fn apply(&mut self, mover: Color, mv: Move) {
-        match mv {
-            Move::Remove(cell) => self.toggle(mover, cell.index()),
-            Move::Jump { from, to } => {
-                self.toggle(mover, from.index());
-                self.toggle(mover, to.index());
-                let (low, high, step) = self.jump_path(from, to);
-                let mut jumped = low + step;
-                while jumped < high {
-                    self.toggle(mover.opposite(), jumped);
-                    jumped += 2 * step;
-                }
-            }
-        }
+        let size = self.size;
+        mv.toggles(size, mover, |color, cell| self.toggle(color, cell));
     }
 }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use arrayvec::ArrayVec;
 
-use crate::geometry::{Cell, Size};
+use crate::geometry::{Cell, Color, Size};
 
 /// A Kōnane move, in board-local cells (see [`Cell`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -39,6 +39,31 @@ impl Move {
             Move::Jump { from, to } => {
                 let distance = (size.col(from).abs_diff(size.col(to))) + (size.row(from).abs_diff(size.row(to)));
                 distance / 2
+            }
+        }
+    }
+
+    /// Calls `toggle(colour, cell index)` for every stone the move adds or
+    /// takes away when `mover` plays it: the removed stone; or the jumping
+    /// stone's start and landing cells and each stone it captures. The one
+    /// description of a move's effect, for the board and for the hashes
+    /// kept beside it.
+    #[inline(always)]
+    pub(crate) fn toggles(self, size: Size, mover: Color, mut toggle: impl FnMut(Color, usize)) {
+        match self {
+            Move::Remove(cell) => toggle(mover, cell.index()),
+            Move::Jump { from, to } => {
+                let (from, to) = (from.index(), to.index());
+                toggle(mover, from);
+                toggle(mover, to);
+                let cols = size.cols();
+                let step = if from / cols == to / cols { 1 } else { cols };
+                let (low, high) = (from.min(to), from.max(to));
+                let mut jumped = low + step;
+                while jumped < high {
+                    toggle(mover.opposite(), jumped);
+                    jumped += 2 * step;
+                }
             }
         }
     }

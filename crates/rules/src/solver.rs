@@ -40,18 +40,19 @@ pub struct Solution {
 struct Entry {
     /// Hash with its lowest bit replaced by the value (1 = win); 0 = empty.
     key: u64,
-    /// The check hash's high half: must match too.
+    /// The check hash: must match too.
     check: u32,
     /// Nodes the solve took (saturating), to keep expensive results.
     work: u32,
 }
 
-/// The hashes of every symmetric image of a board (the first
-/// [`Symmetries::count`] are used).
+/// The hashes of the `N` symmetric images of a board that the table
+/// folds ([`Symmetries::count`]: 1, 4 or 8). A constant, so that the
+/// per-move updates unroll.
 #[derive(Clone, Copy)]
-struct Keys {
-    hash: [u64; 8],
-    check: [u64; 8],
+struct Keys<const N: usize> {
+    hash: [u64; N],
+    check: [u32; N],
 }
 
 /// Where each cell goes under each symmetry of one board size.
@@ -75,11 +76,12 @@ impl Symmetries {
     }
 
     /// The keys of `board` from scratch.
-    fn keys<B: Bits>(&self, board: &Board<B>) -> Keys {
+    fn keys<B: Bits, const N: usize>(&self, board: &Board<B>) -> Keys<N> {
+        debug_assert_eq!(N, self.count);
         let side = board.side_to_move() == Color::White;
         let base = zobrist::size(self.size) ^ if side { zobrist::WHITE_TO_MOVE } else { 0 };
         let check = if side { zobrist::CHECK_WHITE_TO_MOVE } else { 0 };
-        let mut keys = Keys { hash: [base; 8], check: [check; 8] };
+        let mut keys = Keys { hash: [base; N], check: [check; N] };
         for cell in self.size.all_cells() {
             if let Some(color) = board.stone_at(cell) {
                 self.toggle(&mut keys, color, cell.index());
@@ -89,52 +91,37 @@ impl Symmetries {
     }
 
     #[inline(always)]
-    fn toggle(&self, keys: &mut Keys, color: Color, cell: usize) {
-        let images = &self.map[cell * 8..cell * 8 + 8];
-        for s in 0..self.count {
-            let image = images[s] as usize;
-            keys.hash[s] ^= zobrist::stone(color, image);
-            keys.check[s] ^= zobrist::check_stone(color, image);
+    fn toggle<const N: usize>(&self, keys: &mut Keys<N>, color: Color, cell: usize) {
+        let images = &self.map[cell * 8..cell * 8 + N];
+        for ((hash, check), &image) in keys.hash.iter_mut().zip(&mut keys.check).zip(images) {
+            *hash ^= zobrist::stone(color, image as usize);
+            *check ^= zobrist::check_stone(color, image as usize);
         }
     }
 
     /// The keys after `mover` plays `mv`.
     #[inline]
-    fn after(&self, keys: &Keys, mover: Color, mv: Move) -> Keys {
+    fn after<const N: usize>(&self, keys: &Keys<N>, mover: Color, mv: Move) -> Keys<N> {
         let mut next = *keys;
-        match mv {
-            Move::Remove(cell) => self.toggle(&mut next, mover, cell.index()),
-            Move::Jump { from, to } => {
-                let (from, to) = (from.index(), to.index());
-                self.toggle(&mut next, mover, from);
-                self.toggle(&mut next, mover, to);
-                let cols = self.size.cols();
-                let step = if from / cols == to / cols { 1 } else { cols };
-                let mut jumped = from.min(to) + step;
-                while jumped < from.max(to) {
-                    self.toggle(&mut next, mover.opposite(), jumped);
-                    jumped += 2 * step;
-                }
-            }
-        }
-        for s in 0..self.count {
-            next.hash[s] ^= zobrist::WHITE_TO_MOVE;
-            next.check[s] ^= zobrist::CHECK_WHITE_TO_MOVE;
+        mv.toggles(self.size, mover, |color, cell| self.toggle(&mut next, color, cell));
+        for (hash, check) in next.hash.iter_mut().zip(&mut next.check) {
+            *hash ^= zobrist::WHITE_TO_MOVE;
+            *check ^= zobrist::CHECK_WHITE_TO_MOVE;
         }
         next
     }
 
-    /// The table key of the position: the smallest image hash and its
-    /// check hash's high half.
+    /// The table key of the position: the smallest image hash and that
+    /// image's check hash.
     #[inline]
-    fn canonical(&self, keys: &Keys) -> (u64, u32) {
+    fn canonical<const N: usize>(keys: &Keys<N>) -> (u64, u32) {
         let mut best = 0;
-        for s in 1..self.count {
+        for s in 1..N {
             if keys.hash[s] < keys.hash[best] {
                 best = s;
             }
         }
-        (keys.hash[best], (keys.check[best] >> 32) as u32)
+        (keys.hash[best], keys.check[best])
     }
 }
 
@@ -145,7 +132,7 @@ impl Symmetries {
 pub struct JournalEntry {
     /// The table hash (lowest bit ignored).
     pub hash: u64,
-    /// The check hash's high half.
+    /// The check hash.
     pub check: u32,
     /// Whether the side to move wins.
     pub win: bool,
@@ -160,7 +147,7 @@ type JournalSink = Box<dyn FnMut(JournalEntry) -> bool + Send>;
 /// Reusable solver state: the transposition table and per-ply scratch.
 pub struct Solver {
     table: Vec<[Entry; 2]>,
-    scratch: Vec<Vec<(u32, Move, Keys)>>,
+    scratch: Vec<Vec<(u32, Move)>>,
     symmetries: Option<Symmetries>,
     use_symmetry: bool,
     nodes: u64,
@@ -237,7 +224,7 @@ impl Solver {
     /// Puts a result of an earlier solve (with the same symmetry setting)
     /// into the table, marked as the most expensive kind so that it stays.
     pub fn pin(&mut self, entry: JournalEntry) {
-        self.store((entry.hash, entry.check), entry.win, u64::MAX);
+        self.insert((entry.hash, entry.check), entry.win, u32::MAX);
     }
 
     /// The number of buckets whose table takes at most `bytes`: the
@@ -295,11 +282,11 @@ impl Solver {
     /// # Errors
     /// The budget ran out; what was learnt stays in the table.
     pub fn solve_within(&mut self, position: &Position, node_limit: u64) -> Result<Solution, Unsolved> {
-        self.solve_each(position, node_limit, |_, _, _| {})
+        self.solve_each(position, node_limit, |_, _| {})
     }
 
-    /// As [`Solver::solve_within`], telling `on_move(move, lost, nodes)`
-    /// each root move's value as it is found (`lost`: the move wins).
+    /// As [`Solver::solve_within`], telling `on_move(move, lost)` each
+    /// root move's value as it is found (`lost`: the move wins).
     ///
     /// # Errors
     /// The budget ran out; what was learnt stays in the table.
@@ -307,7 +294,7 @@ impl Solver {
         &mut self,
         position: &Position,
         node_limit: u64,
-        mut on_move: impl FnMut(Move, bool, u64),
+        mut on_move: impl FnMut(Move, bool),
     ) -> Result<Solution, Unsolved> {
         self.nodes = 0;
         self.node_limit = node_limit;
@@ -319,7 +306,7 @@ impl Solver {
             if lost {
                 winning_moves.push(mv);
             }
-            on_move(mv, lost, self.nodes);
+            on_move(mv, lost);
         }
         Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes })
     }
@@ -349,8 +336,7 @@ impl Solver {
                 if solver.symmetries.as_ref().is_none_or(|s| s.size != size) {
                     solver.symmetries = Some(Symmetries::of(size, solver.use_symmetry));
                 }
-                let keys = solver.symmetries.as_ref().expect("just set").keys(board);
-                solver.wins_board(board, &keys, 0)
+                solver.wins_board(board)
             }
         }
         position.visit(Visit(self))
@@ -361,17 +347,24 @@ impl Solver {
         bucket.iter().find(|e| e.key != 0 && (e.key ^ hash) & !1 == 0 && e.check == check).map(|e| e.key & 1 == 1)
     }
 
-    fn store(&mut self, (hash, check): (u64, u32), win: bool, work: u64) {
+    /// Files a result found by the search, and sends it to the journal if
+    /// it was expensive.
+    fn store(&mut self, key: (u64, u32), win: bool, work: u64) {
         if let Some((min_work, sink)) = &mut self.journal
             && work >= *min_work
-            && work != u64::MAX
-            && !sink(JournalEntry { hash: hash & !1, check, win, work })
+            && !sink(JournalEntry { hash: key.0 & !1, check: key.1, win, work })
         {
             self.node_limit = 0;
         }
+        self.insert(key, win, u32::try_from(work).unwrap_or(u32::MAX));
+    }
+
+    /// Puts a result in its bucket: into the first slot if it took at
+    /// least the work of the one there (or is the same position), else
+    /// into the second.
+    fn insert(&mut self, (hash, check): (u64, u32), win: bool, work: u32) {
         let len = self.table.len();
         let bucket = &mut self.table[hash as usize & (len - 1)];
-        let work = u32::try_from(work).unwrap_or(u32::MAX);
         let entry = Entry { key: (hash & !1) | win as u64, check, work };
         if work >= bucket[0].work || ((bucket[0].key ^ hash) & !1 == 0 && bucket[0].check == check) {
             bucket[0] = entry;
@@ -380,7 +373,27 @@ impl Solver {
         }
     }
 
-    fn wins_board<B: Bits>(&mut self, board: &Board<B>, keys: &Keys, ply: usize) -> Result<bool, Unsolved> {
+    fn wins_board<B: Bits>(&mut self, board: &Board<B>) -> Result<bool, Unsolved> {
+        // The search borrows the maps while it changes the table and scratch.
+        let symmetries = self.symmetries.take().expect("set by wins");
+        let result = match symmetries.count {
+            1 => self.search::<B, 1>(board, &symmetries.keys(board), 0, &symmetries),
+            4 => self.search::<B, 4>(board, &symmetries.keys(board), 0, &symmetries),
+            8 => self.search::<B, 8>(board, &symmetries.keys(board), 0, &symmetries),
+            count => unreachable!("{count} symmetries"),
+        };
+        self.symmetries = Some(symmetries);
+        result
+    }
+
+    /// Whether the side to move wins `board`, counting it as one node.
+    fn search<B: Bits, const N: usize>(
+        &mut self,
+        board: &Board<B>,
+        keys: &Keys<N>,
+        ply: usize,
+        symmetries: &Symmetries,
+    ) -> Result<bool, Unsolved> {
         self.nodes += 1;
         if self.nodes > self.node_limit {
             return Err(Unsolved(self.nodes));
@@ -388,20 +401,7 @@ impl Solver {
         if self.nodes & 0xFFF == 0 {
             self.progress.store(self.nodes, Ordering::Relaxed);
         }
-        let symmetries = self.symmetries.take().expect("set by wins");
-        let result = self.search(board, keys, ply, &symmetries);
-        self.symmetries = Some(symmetries);
-        result
-    }
-
-    fn search<B: Bits>(
-        &mut self,
-        board: &Board<B>,
-        keys: &Keys,
-        ply: usize,
-        symmetries: &Symmetries,
-    ) -> Result<bool, Unsolved> {
-        let key = symmetries.canonical(keys);
+        let key = Symmetries::canonical(keys);
         if let Some(win) = self.probe(key) {
             return Ok(win);
         }
@@ -421,31 +421,20 @@ impl Solver {
             let mut child = *board;
             child.play_unchecked(mv);
             let replies = child.count_moves();
-            if replies == 0 {
+            if replies == 0 || self.probe(Symmetries::canonical(&symmetries.after(keys, mover, mv))) == Some(false) {
                 win = true;
                 break;
             }
-            let child_keys = symmetries.after(keys, mover, mv);
-            if self.probe(symmetries.canonical(&child_keys)) == Some(false) {
-                win = true;
-                break;
-            }
-            ordered.push((replies, mv, child_keys));
+            ordered.push((replies, mv));
         }
         if !win {
-            ordered.sort_unstable_by_key(|&(replies, _, _)| replies);
-            for (_, mv, child_keys) in &ordered {
+            // The keys again for the children searched (few, before a cut),
+            // rather than kept for every child.
+            ordered.sort_unstable_by_key(|&(replies, _)| replies);
+            for &(_, mv) in &ordered {
                 let mut child = *board;
-                child.play_unchecked(*mv);
-                self.nodes += 1;
-                if self.nodes > self.node_limit {
-                    self.scratch[ply] = ordered;
-                    return Err(Unsolved(self.nodes));
-                }
-                if self.nodes & 0xFFF == 0 {
-                    self.progress.store(self.nodes, Ordering::Relaxed);
-                }
-                match self.search(&child, child_keys, ply + 1, symmetries) {
+                child.play_unchecked(mv);
+                match self.search(&child, &symmetries.after(keys, mover, mv), ply + 1, symmetries) {
                     Ok(false) => {
                         win = true;
                         break;

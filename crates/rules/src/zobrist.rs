@@ -46,12 +46,12 @@ pub fn stone(color: Color, cell: usize) -> u64 {
 
 /// Check key of a stone of `color` on cell index `cell` (see `CHECK_KEYS`).
 #[inline(always)]
-pub fn check_stone(color: Color, cell: usize) -> u64 {
-    CHECK_KEYS[color.index()][cell]
+pub fn check_stone(color: Color, cell: usize) -> u32 {
+    (CHECK_KEYS[color.index()][cell] >> 32) as u32
 }
 
 /// Check key of the side to move being white.
-pub const CHECK_WHITE_TO_MOVE: u64 = 0x9E6C_63D0_676A_9A99;
+pub const CHECK_WHITE_TO_MOVE: u32 = 0x9E6C_63D0;
 
 /// Key of the board size, so equal stone patterns on boards of equal cell
 /// count but different shape (4x4 and 2x8) never share a hash.

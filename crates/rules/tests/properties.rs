@@ -393,7 +393,8 @@ fn symmetric_images_are_solved_from_the_table() {
         let mut plain = Solver::new(16);
         plain.set_symmetry(false);
         let solution = folded.solve(&position);
-        assert_eq!(solution, plain.solve(&position), "{position}");
+        let unfolded = plain.solve(&position);
+        assert_eq!((solution.win, &solution.winning_moves), (unfolded.win, &unfolded.winning_moves), "{position}");
         for &symmetry in &Symmetry::of(size)[1..] {
             let image = symmetry.apply(&position);
             let moves = image.moves().len() as u64;

@@ -571,13 +571,19 @@ mod tests {
         assert_eq!(ReplayBuffer::from_bytes(&future, 10), Err(ReplayError::Version(9)));
     }
 
+    /// Ten games each of 6x6 and 5x5, interleaved.
+    fn two_size_window() -> ReplayBuffer {
+        let mut window = ReplayBuffer::new(10_000);
+        for seed in 0..10 {
+            window.extend(game_samples("6x6", seed));
+            window.extend(game_samples("5x5", seed));
+        }
+        window
+    }
+
     #[test]
     fn batches_are_of_one_size() {
-        let mut buffer = ReplayBuffer::new(10_000);
-        for seed in 0..10 {
-            buffer.extend(game_samples("6x6", seed));
-            buffer.extend(game_samples("5x5", seed));
-        }
+        let buffer = two_size_window();
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         let mut sizes = std::collections::BTreeMap::<String, usize>::new();
         for _ in 0..40 {
@@ -593,12 +599,8 @@ mod tests {
 
     #[test]
     fn mixed_batches_hold_every_size_in_proportion() {
-        let mut window = ReplayBuffer::new(10_000);
+        let window = two_size_window();
         let mut book = ReplayBuffer::new(10_000);
-        for seed in 0..10 {
-            window.extend(game_samples("6x6", seed));
-            window.extend(game_samples("5x5", seed));
-        }
         book.extend(game_samples("4x4", 99).into_iter().map(|s| PackedSample { value: 0.5, ..s }));
         let share_6x6 =
             window.samples.iter().filter(|s| s.size().to_string() == "6x6").count() as f64 / window.len() as f64;
@@ -622,12 +624,8 @@ mod tests {
 
     #[test]
     fn a_book_supplies_its_share_of_each_batch_in_the_batch_size() {
-        let mut window = ReplayBuffer::new(10_000);
+        let window = two_size_window();
         let mut book = ReplayBuffer::new(10_000);
-        for seed in 0..10 {
-            window.extend(game_samples("6x6", seed));
-            window.extend(game_samples("5x5", seed));
-        }
         // The book holds 6x6 samples whose value (0.5) no game sample has.
         book.extend(game_samples("6x6", 99).into_iter().map(|s| PackedSample { value: 0.5, ..s }));
         let mut rng = ChaCha8Rng::seed_from_u64(4);

@@ -668,22 +668,8 @@ impl Loop {
         let training = &config.training;
         let done = partial.train_steps;
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, Stream::TrainingBatches));
-        // Steps taken before a stop: draw their batches again, so the
-        // stream continues where it stopped.
         let per_batch = config.replay.solved_openings_per_batch(training.batch_size);
         let book = self.book.as_ref().map(|book| (book, per_batch));
-        for _ in 0..done {
-            self.replay.sample_batch_with(
-                training.batch_size,
-                config.replay.augment,
-                book,
-                training.size_mix,
-                &mut rng,
-            );
-        }
-        let progress = PhaseProgress::start(&*self.observer, Phase::Training, training.steps, done);
-        let mut sums = partial.loss_sums.map(f64::from_bits);
-        let (first_step, total_steps) = (self.state.steps, self.total_steps());
         let plan = StepPlan {
             // An override may have lowered the steps below those taken.
             steps: training.steps.saturating_sub(done),
@@ -693,6 +679,14 @@ impl Loop {
             stop: &self.stop,
             book,
         };
+        // Steps taken before a stop: draw their batches again, so the
+        // stream continues where it stopped.
+        for _ in 0..done {
+            plan.batch(&self.replay, &mut rng);
+        }
+        let progress = PhaseProgress::start(&*self.observer, Phase::Training, training.steps, done);
+        let mut sums = partial.loss_sums.map(f64::from_bits);
+        let (first_step, total_steps) = (self.state.steps, self.total_steps());
         let observer = &*self.observer;
         let (mut taken, mut trained_samples) = (0u64, 0u64);
         let (pool, learner, replay) = (&self.pool, &mut self.learner, &self.replay);

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use konane_nn::train::{Learner, Losses};
+use konane_nn::train::{Learner, Losses, Sample};
 use rand::Rng;
 
 use crate::TrainError;
@@ -29,6 +29,13 @@ pub struct StepPlan<'a> {
     pub book: Option<(&'a ReplayBuffer, usize)>,
 }
 
+impl StepPlan<'_> {
+    /// The next batch from `window` (and the book), as the plan says.
+    pub fn batch<R: Rng + ?Sized>(&self, window: &ReplayBuffer, rng: &mut R) -> Vec<Sample> {
+        window.sample_batch_with(self.batch_size, self.augment, self.book, self.size_mix, rng)
+    }
+}
+
 /// Gradient steps on batches drawn from `window`: the loop the bootstrap
 /// and every iteration share. `lr(k)` is the learning rate of
 /// step `k` (0-based); `on_step(k, batch_len, losses)` sees each step.
@@ -49,7 +56,7 @@ pub fn train_steps<R: Rng + ?Sized>(
         if plan.stop.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        let batch = window.sample_batch_with(plan.batch_size, plan.augment, plan.book, plan.size_mix, rng);
+        let batch = plan.batch(window, rng);
         let losses = learner.step(&batch, lr(k));
         let named = [
             ("policy loss", losses.policy),
