@@ -80,10 +80,57 @@ fn a_saved_solve_resumes_from_its_journal() {
     assert_eq!(&cut[..journal.len()], &journal[..], "the torn record is cut, the intact ones kept");
 
     // Refusals: an existing directory to save in, a missing one to resume, a foreign journal.
-    fails_with(&konane(&["solve", "5x5", "--save", save_arg]), &["--save", "a new directory"]);
+    fails_with(&konane(&["solve", "5x5", "--save", save_arg]), &["--save", "already exists"]);
     let missing = dir.path().join("missing");
     fails_with(&konane(&["solve", "--resume", missing.to_str().unwrap()]), &["--resume", "solve.json"]);
     std::fs::write(save.join("journal.bin"), b"not a journal at all").unwrap();
     fails_with(&konane(&["solve", "--resume", save_arg]), &["not a konane solve journal"]);
     fails_with(&konane(&["solve"]), &["<BOARD>"]);
+}
+
+/// `--replies` gives each move's value and the opponent's winning replies,
+/// `--proof` writes a proof of it, and `--verify` checks the proof with
+/// the naive rules and prints the same; a damaged or foreign proof fails
+/// with the reason.
+#[test]
+fn replies_come_with_a_proof_the_naive_rules_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let proof = dir.path().join("4x5.proof");
+    let proof_arg = proof.to_str().unwrap();
+    let solved = konane(&["solve", "4x5", "--replies", "--proof", proof_arg]);
+    let (stdout, stderr) = text(&solved);
+    assert!(solved.status.success(), "{stderr}");
+    let size: Size = "4x5".parse().unwrap();
+    let start = Position::start(size);
+    let after: Vec<&str> = stdout.lines().filter(|l| l.starts_with("after ")).collect();
+    assert_eq!(after.len(), start.moves().len(), "{stdout}");
+    for mv in start.moves() {
+        let mut child = start;
+        child.play_unchecked(mv);
+        let line = after.iter().find(|l| l.starts_with(&format!("after {}:", mv.to_text(size)))).unwrap();
+        assert_eq!(line.ends_with("every reply loses"), !minimax_wins(&child), "{line}");
+    }
+
+    let checked = konane(&["solve", "--verify", proof_arg]);
+    let (verified, stderr) = text(&checked);
+    assert!(checked.status.success(), "{stderr}");
+    assert_eq!(field(&verified, "value:"), field(&stdout, "value:"));
+    assert_eq!(field(&verified, "winning:"), field(&stdout, "winning:"));
+    assert_eq!(verified.lines().filter(|l| l.starts_with("after ")).collect::<Vec<_>>(), after);
+    assert!(verified.contains("checked with the naive rules"), "{verified}");
+
+    fails_with(&konane(&["solve", "4x5", "--proof", proof_arg]), &["--proof", "already exists"]);
+    let bytes = std::fs::read(&proof).unwrap();
+    std::fs::write(&proof, &bytes[..bytes.len() - 1]).unwrap();
+    fails_with(&konane(&["solve", "--verify", proof_arg]), &["does not hold", "ends too early"]);
+    std::fs::write(&proof, b"konane-journal\0\x01").unwrap();
+    fails_with(&konane(&["solve", "--verify", proof_arg]), &["not a konane proof"]);
+
+    // A saved solve keeps its proof; --verify takes the directory.
+    let save = dir.path().join("saved");
+    let saved = konane(&["solve", "4x4", "--save", save.to_str().unwrap()]);
+    assert!(saved.status.success(), "{}", text(&saved).1);
+    let checked = konane(&["solve", "--verify", save.to_str().unwrap()]);
+    assert!(checked.status.success(), "{}", text(&checked).1);
+    assert_eq!(field(&text(&checked).0, "value:"), field(&text(&saved).0, "value:"));
 }

@@ -6,7 +6,12 @@
 //! solved, and how). `konane solve --resume DIR` puts the journal's results
 //! back into the table and solves again: after Ctrl-C, a kill or a crash
 //! only the work since the last expensive result is redone. The finished
-//! result is written to `DIR/result.txt`.
+//! result is written to `DIR/result.txt`, and its proof to `DIR/proof`.
+//!
+//! `--replies` adds each move's value and the opponent's winning answers
+//! to it (from a start: every opening). `--proof FILE` writes a proof of
+//! all that (`konane_rules::proof`), and `konane solve --verify FILE|DIR`
+//! checks it with the naive rules and prints the same lines.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -15,8 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use konane_rules::Solver;
 use konane_rules::solver::JournalEntry;
+use konane_rules::{Position, Solver, proof};
 use serde::{Deserialize, Serialize};
 
 use super::{human, parse_board};
@@ -25,7 +30,7 @@ use super::{human, parse_board};
 #[derive(clap::Args)]
 pub struct Args {
     /// Board size (`6x6`, from the start) or a quoted position string.
-    #[arg(required_unless_present = "resume")]
+    #[arg(required_unless_present_any = ["resume", "verify"])]
     board: Option<String>,
     /// Transposition table size: 2^BITS buckets of 32 bytes (10 to 29: 32 KiB to 16 GiB).
     #[arg(long, default_value_t = 22, value_parser = clap::value_parser!(u32).range(10..=Solver::MAX_TABLE_BITS as i64))]
@@ -44,6 +49,18 @@ pub struct Args {
     /// Resume the solve saved in this directory (its board and table size).
     #[arg(long, conflicts_with_all = ["board", "no_symmetry"])]
     resume: Option<PathBuf>,
+    /// Also give each move's value and the opponent's winning replies to it
+    /// (from a start: every opening and every winning answer).
+    #[arg(long)]
+    replies: bool,
+    /// Write a proof of the result to this new file, for `--verify` (with
+    /// `--save DIR` it goes to `DIR/proof`).
+    #[arg(long, conflicts_with = "verify")]
+    proof: Option<PathBuf>,
+    /// Check a proof (a file, or a `--save` directory's `proof`) with the
+    /// naive rules instead of solving, and print what it shows.
+    #[arg(long, conflicts_with_all = ["board", "resume", "save", "no_symmetry", "replies"])]
+    verify: Option<PathBuf>,
     /// Results that took at least this many nodes go to the journal.
     #[arg(long, default_value_t = 1 << 20, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
     journal_min_work: u64,
@@ -71,6 +88,7 @@ struct SolveFile {
 const SOLVE_FILE: &str = "solve.json";
 const JOURNAL_FILE: &str = "journal.bin";
 const RESULT_FILE: &str = "result.txt";
+const PROOF_FILE: &str = "proof";
 const SOLVE_VERSION: u32 = 1;
 const JOURNAL_MAGIC: &[u8; 16] = b"konane-journal\0\x01";
 /// hash, check, value, work, CRC-32 of those.
@@ -116,6 +134,9 @@ fn read_journal(path: &Path) -> anyhow::Result<(Vec<JournalEntry>, u64)> {
 /// move, and the search statistics; a solve that runs for more than a few
 /// seconds reports its progress on standard error.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(path) = &args.verify {
+        return verify(path);
+    }
     let (position, bits, symmetry, dir) = if let Some(dir) = &args.resume {
         let path = dir.join(SOLVE_FILE);
         let text = std::fs::read_to_string(&path).with_context(|| format!("--resume: {}", path.display()))?;
@@ -157,7 +178,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             file.set_len(intact).with_context(|| format!("{}", journal_path.display()))?;
             file
         } else {
-            std::fs::create_dir(dir).with_context(|| format!("--save: {} (a new directory)", dir.display()))?;
+            anyhow::ensure!(!dir.exists(), "--save: {} already exists (resume it with --resume)", dir.display());
+            std::fs::create_dir_all(dir).with_context(|| format!("--save: {}", dir.display()))?;
             let saved =
                 SolveFile { version: SOLVE_VERSION, position: position.to_string(), table_bits: bits, symmetry };
             konane_files::write_atomically(&dir.join(SOLVE_FILE), serde_json::to_string_pretty(&saved)?.as_bytes())
@@ -206,7 +228,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let solution = solution.map_err(|_| anyhow::anyhow!("the solve stopped: its journal could not be written"))?;
     let seconds = start.elapsed().as_secs_f64();
     let winning: Vec<String> = solution.winning_moves.iter().map(|m| m.to_text(size)).collect();
-    let report = format!(
+    let mut report = format!(
         "value: {}\nwinning: {}\nside: {}  nodes: {}  time: {seconds:.3}s  ({} nodes/s)  table: {} MiB{}\n",
         if solution.win { "W" } else { "L" },
         winning.join(" "),
@@ -216,11 +238,77 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         solver.table_bytes() >> 20,
         if symmetry { "" } else { ", symmetry off" }
     );
+    let proof_path = args.proof.clone().or_else(|| dir.as_ref().map(|d| d.join(PROOF_FILE)));
+    if args.replies || proof_path.is_some() {
+        let proving = Instant::now();
+        let (proof, values) = proof::prove(&mut solver, &position, proof::MAX_DEPTH)?;
+        anyhow::ensure!(values.win == solution.win, "the proof's value differs from the solve's (a false table hit?)");
+        if args.replies {
+            report.push_str(&replies_text(&position, &values));
+        }
+        if let Some(path) = &proof_path {
+            // A resumed solve writes its directory's proof again.
+            anyhow::ensure!(args.proof.is_none() || !path.exists(), "--proof: {} already exists", path.display());
+            konane_files::write_atomically(path, &proof.to_bytes()).with_context(|| format!("{}", path.display()))?;
+            report.push_str(&format!(
+                "proof: {} ({} positions, {} bytes, {:.1}s)\n",
+                path.display(),
+                values.positions,
+                proof.to_bytes().len(),
+                proving.elapsed().as_secs_f64()
+            ));
+        }
+    }
     if let Some(dir) = &dir {
         let path = dir.join(RESULT_FILE);
         let text = format!("{position}\n{report}");
         konane_files::write_atomically(&path, text.as_bytes()).with_context(|| format!("{}", path.display()))?;
     }
+    super::stdout().write_all(report.as_bytes())?;
+    Ok(())
+}
+
+/// A line per move: its value for the side that plays it, and the
+/// opponent's winning replies when it loses.
+fn replies_text(position: &Position, values: &proof::Report) -> String {
+    let size = position.size();
+    let mover = position.side_to_move();
+    let mut text = String::new();
+    for value in &values.moves {
+        let mv = value.mv.to_text(size);
+        if value.wins {
+            text.push_str(&format!("after {mv}: {mover} wins, every reply loses\n"));
+        } else {
+            let replies: Vec<String> = value.winning_replies.iter().map(|m| m.to_text(size)).collect();
+            text.push_str(&format!("after {mv}: {} wins with {}\n", mover.opposite(), replies.join(" ")));
+        }
+    }
+    text
+}
+
+/// `konane solve --verify PATH`: checks the proof with the naive rules and
+/// prints the values it shows.
+fn verify(path: &Path) -> anyhow::Result<()> {
+    let file = if path.is_dir() { path.join(PROOF_FILE) } else { path.to_path_buf() };
+    let bytes = std::fs::read(&file).with_context(|| format!("--verify: {}", file.display()))?;
+    let start = Instant::now();
+    let proof = proof::Proof::from_bytes(&bytes).with_context(|| format!("{}", file.display()))?;
+    let values = proof::verify(&proof).with_context(|| format!("{}: the proof does not hold", file.display()))?;
+    let winning: Vec<String> =
+        values.moves.iter().filter(|v| v.wins).map(|v| v.mv.to_text(proof.position.size())).collect();
+    let mut report = format!(
+        "verified: {}\nvalue: {}\nwinning: {}\n",
+        proof.position,
+        if values.win { "W" } else { "L" },
+        winning.join(" ")
+    );
+    report.push_str(&replies_text(&proof.position, &values));
+    report.push_str(&format!(
+        "checked with the naive rules: {} positions, {} bytes, {:.1}s\n",
+        values.positions,
+        bytes.len(),
+        start.elapsed().as_secs_f64()
+    ));
     super::stdout().write_all(report.as_bytes())?;
     Ok(())
 }

@@ -1,14 +1,12 @@
-//! The bitboard engine against the naive reference in `naive/mod.rs`:
+//! The bitboard engine against the naive reference (`konane_rules::naive`):
 //! perft on every size up to 8x8 and the traditional large boards, and
 //! legal-move sets on random game positions and random non-game fillings.
 
-mod naive;
-
 use std::time::Instant;
 
+use konane_rules::naive::{Naive, NaivePhase};
 use konane_rules::perft::perft;
 use konane_rules::{Color, Move, Phase, Position, Size};
-use naive::{Naive, NaivePhase};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -5,13 +5,11 @@
 //! Every property runs from a fixed proptest seed, so the suite is
 //! deterministic; failures are not persisted to files.
 
-mod naive;
-
 use std::collections::BTreeSet;
 
+use konane_rules::naive::Naive;
 use konane_rules::solver::{Solver, minimax_wins};
 use konane_rules::{Cell, Color, GameRecord, Move, Phase, Position, Size, Symmetry};
-use naive::Naive;
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use rand::{RngExt, SeedableRng};

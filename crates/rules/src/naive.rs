@@ -1,14 +1,15 @@
 //! A second, deliberately naive implementation of the Kōnane rules, written
 //! straight from `docs/spec/notation.md` and sharing no code with the
 //! bitboard engine except the plain data types used to name moves
-//! (`Move`, `Cell`, `Color`).
+//! ([`Move`], [`Cell`], [`Color`]).
 //!
 //! The board is a `Vec<Option<Color>>` indexed `row * cols + col`; every
 //! question is answered by looking at cells one at a time, so it is slow and
-//! obviously right. Tests compare it against `konane_rules::Position`.
-#![allow(dead_code)]
+//! obviously right. The tests compare it against [`Position`], and the
+//! solver's proofs are checked with it ([`crate::proof`]), so that a bug in
+//! the fast engine cannot vouch for itself.
 
-use konane_rules::{Cell, Color, Move, Position, Size};
+use crate::{Cell, Color, Move, Position, Size};
 
 /// Which part of the game a naive position is in (mirrors the spec's words).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -24,10 +25,13 @@ pub enum NaivePhase {
 /// A position: a grid of cells and the side to move.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Naive {
+    /// Columns (the board's width).
     pub cols: usize,
+    /// Rows (its height).
     pub rows: usize,
     /// `cells[row * cols + col]`, row 0 is row `1` (the bottom).
     pub cells: Vec<Option<Color>>,
+    /// The side to move.
     pub side: Color,
 }
 

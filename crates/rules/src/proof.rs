@@ -1,0 +1,461 @@
+//! Proofs of solved positions that anyone can check without trusting the
+//! solver.
+//!
+//! A proof names a position, a number of plies `depth` (0 to 2) below it
+//! that are shown in full, and a stream of small numbers. The checker
+//! ([`verify`]) walks the game with the naive rules ([`crate::naive`]):
+//!
+//! - down to `depth`, it visits every move, so the value of every move and
+//!   of every reply to it comes out of the check (how a solve reports each
+//!   opening and each winning reply);
+//! - below, each position comes with its claimed value: for a win, the
+//!   stream names a winning move (its index among the legal moves in sorted
+//!   order), which must lead to a lost position; for a loss, every move must
+//!   lead to a won one;
+//! - a position met a second time (a transposition) is answered from the
+//!   positions already checked, and needs nothing from the stream.
+//!
+//! The prover ([`prove`]) walks the same way with the fast engine and the
+//! solver, so the stream holds one number per won position of the proof.
+//! Whatever the stream says, a proof that passes the check is right: a bad
+//! stream can only fail.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use crate::geometry::Color;
+use crate::moves::Move;
+use crate::naive::Naive;
+use crate::position::Position;
+use crate::solver::{Solver, Unsolved};
+
+/// The first bytes of a proof file: a name and the format version.
+const MAGIC: &[u8; 16] = b"konane-proof\0\0\0\x01";
+
+/// The plies below the root a proof shows in full, at most.
+pub const MAX_DEPTH: u8 = 2;
+
+/// A proof of the value of a position, in its file form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proof {
+    /// The proven position.
+    pub position: Position,
+    /// Plies below it shown in full (0 to [`MAX_DEPTH`]).
+    pub depth: u8,
+    /// The claims and winning moves, as LEB128 numbers.
+    stream: Vec<u8>,
+}
+
+/// The values a proof establishes: of the position, of each move in it and,
+/// at depth 2, of each reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// Whether the side to move wins.
+    pub win: bool,
+    /// Each move (sorted) and what follows it; empty at depth 0.
+    pub moves: Vec<MoveValue>,
+    /// Distinct positions whose value the proof shows.
+    pub positions: u64,
+}
+
+/// One move of the proven position and its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveValue {
+    /// The move.
+    pub mv: Move,
+    /// Whether it wins for the side that plays it.
+    pub wins: bool,
+    /// The opponent's replies that win for the opponent (depth 2 only).
+    pub winning_replies: Vec<Move>,
+}
+
+/// Why no proof could be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProveError {
+    /// The solver's node budget ran out.
+    #[error(transparent)]
+    Unsolved(#[from] Unsolved),
+    /// The solver called a position won but found no winning move in it.
+    #[error("the solver calls {0} won but finds no winning move (a false hit in its table?)")]
+    Inconsistent(String),
+}
+
+/// Why a proof was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProofError {
+    /// The file does not start like a proof of this format.
+    #[error("not a konane proof (or of another format version)")]
+    Header,
+    /// The position string in the file does not parse.
+    #[error("the proof's position: {0}")]
+    Position(String),
+    /// A depth beyond [`MAX_DEPTH`].
+    #[error("depth {0}: at most {MAX_DEPTH}")]
+    Depth(u8),
+    /// The stream ended while the check still needed numbers.
+    #[error("the proof ends too early")]
+    Truncated,
+    /// Bytes left over after the check.
+    #[error("{0} bytes after the end of the proof")]
+    Trailing(usize),
+    /// A claimed value is neither 0 (loss) nor 1 (win).
+    #[error("a claimed value of {0}")]
+    Value(u64),
+    /// A winning move's index is not that of a legal move.
+    #[error("move {index} of {moves} in {position}")]
+    MoveIndex {
+        /// The index in the stream.
+        index: u64,
+        /// The number of legal moves.
+        moves: usize,
+        /// The position, in notation.
+        position: String,
+    },
+    /// A position claimed won has no move at all.
+    #[error("{0} is claimed won, but the side to move has no move")]
+    NoMove(String),
+    /// A position was shown with both values.
+    #[error("{0} is claimed both won and lost")]
+    Contradiction(String),
+}
+
+impl Proof {
+    /// The proof as a file's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let position = self.position.to_string();
+        let mut out = Vec::with_capacity(MAGIC.len() + 5 + position.len() + self.stream.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&(position.len() as u32).to_le_bytes());
+        out.extend_from_slice(position.as_bytes());
+        out.push(self.depth);
+        out.extend_from_slice(&self.stream);
+        out
+    }
+
+    /// Reads a proof file's bytes (the claims are checked by [`verify`]).
+    ///
+    /// # Errors
+    /// A wrong header, position or depth.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Proof, ProofError> {
+        let rest = bytes.strip_prefix(MAGIC).ok_or(ProofError::Header)?;
+        let (length, rest) = rest.split_first_chunk::<4>().ok_or(ProofError::Header)?;
+        let length = u32::from_le_bytes(*length) as usize;
+        let text = rest.get(..length).ok_or(ProofError::Truncated)?;
+        let text = std::str::from_utf8(text).map_err(|e| ProofError::Position(e.to_string()))?;
+        let position: Position = text.parse().map_err(|e| ProofError::Position(format!("{e}")))?;
+        let (&depth, stream) = rest[length..].split_first().ok_or(ProofError::Truncated)?;
+        if depth > MAX_DEPTH {
+            return Err(ProofError::Depth(depth));
+        }
+        Ok(Proof { position, depth, stream: stream.to_vec() })
+    }
+
+    /// Bytes of the claims and moves (the bulk of the file).
+    pub fn stream_len(&self) -> usize {
+        self.stream.len()
+    }
+}
+
+/// Positions shown so far and their values, keyed by the smallest of their
+/// symmetric images (Kōnane's rules do not change under a reflection or
+/// rotation that maps the board onto itself): two bits a cell and the side
+/// to move, in one `u128` on boards of up to 63 cells, where proofs are
+/// big, and in bytes above.
+#[derive(Default)]
+struct Memo {
+    small: HashMap<u128, bool>,
+    large: HashMap<Vec<u8>, bool>,
+}
+
+impl Memo {
+    fn len(&self) -> usize {
+        self.small.len() + self.large.len()
+    }
+
+    /// The value recorded for the position `stone(col, row)` reads, after
+    /// recording `win` for it if it was new.
+    fn get_or_insert(
+        &mut self,
+        cols: usize,
+        rows: usize,
+        side: Color,
+        stone: impl Fn(usize, usize) -> Option<Color>,
+        win: bool,
+    ) -> Option<bool> {
+        let key = memo_key(cols, rows, side, stone);
+        if cols * rows <= 63 {
+            let small = key.iter().rev().fold(0u128, |n, &byte| n << 8 | u128::from(byte));
+            match self.small.entry(small) {
+                Entry::Occupied(known) => Some(*known.get()),
+                Entry::Vacant(slot) => {
+                    slot.insert(win);
+                    None
+                }
+            }
+        } else {
+            match self.large.entry(key) {
+                Entry::Occupied(known) => Some(*known.get()),
+                Entry::Vacant(slot) => {
+                    slot.insert(win);
+                    None
+                }
+            }
+        }
+    }
+
+    fn get(
+        &self,
+        cols: usize,
+        rows: usize,
+        side: Color,
+        stone: impl Fn(usize, usize) -> Option<Color>,
+    ) -> Option<bool> {
+        let key = memo_key(cols, rows, side, stone);
+        if cols * rows <= 63 {
+            self.small.get(&key.iter().rev().fold(0u128, |n, &byte| n << 8 | u128::from(byte))).copied()
+        } else {
+            self.large.get(&key).copied()
+        }
+    }
+}
+
+/// Where a symmetry sends `(col, row)` of a `cols` x `rows` board.
+type Image = fn(usize, usize, usize, usize) -> (usize, usize);
+
+/// The smallest image of a position, two bits a cell (little end first),
+/// then the side to move in the last byte's top bit when the cells leave it
+/// free, else in a byte of its own.
+fn memo_key(cols: usize, rows: usize, side: Color, stone: impl Fn(usize, usize) -> Option<Color>) -> Vec<u8> {
+    let images: &[Image] = &[
+        |c, r, _, _| (c, r),
+        |c, r, w, _| (w - 1 - c, r),
+        |c, r, _, h| (c, h - 1 - r),
+        |c, r, w, h| (w - 1 - c, h - 1 - r),
+        // Only a square maps onto itself by these.
+        |c, r, _, _| (r, c),
+        |c, r, w, h| (h - 1 - r, w - 1 - c),
+        |c, r, _, h| (h - 1 - r, c),
+        |c, r, w, _| (r, w - 1 - c),
+    ];
+    let count = if cols == rows { 8 } else { 4 };
+    let cells = cols * rows;
+    let mut best: Option<Vec<u8>> = None;
+    for image in &images[..count] {
+        let mut codes = vec![0u8; cells];
+        for row in 0..rows {
+            for col in 0..cols {
+                let (c, r) = image(col, row, cols, rows);
+                codes[r * cols + c] = match stone(col, row) {
+                    None => 0,
+                    Some(Color::Black) => 1,
+                    Some(Color::White) => 2,
+                };
+            }
+        }
+        let mut key: Vec<u8> =
+            codes.chunks(4).map(|q| q.iter().rev().fold(0, |byte, &code| byte << 2 | code)).collect();
+        if cells.is_multiple_of(4) {
+            key.push(0);
+        }
+        *key.last_mut().expect("one byte at least") |= (side.index() as u8) << 7;
+        if best.as_ref().is_none_or(|b| key < *b) {
+            best = Some(key);
+        }
+    }
+    best.expect("at least the identity")
+}
+
+fn push_number(stream: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7F) as u8;
+        n >>= 7;
+        if n == 0 {
+            stream.push(byte);
+            return;
+        }
+        stream.push(byte | 0x80);
+    }
+}
+
+/// The legal moves of `position`, sorted as the naive rules list them.
+fn sorted_moves(position: &Position) -> Vec<Move> {
+    let mut moves: Vec<Move> = position.moves().into_iter().collect();
+    moves.sort_unstable();
+    moves
+}
+
+/// Proves the value of `position`, every move's value and (at `depth` 2)
+/// every reply's, with `solver` answering which positions are won.
+///
+/// A solver that has just solved the position answers from its table; a
+/// fresh one solves as it goes.
+///
+/// # Errors
+/// The solver's node budget (as set by its last solve) ran out, or its
+/// answers contradict each other (a hash collision in its table).
+///
+/// # Panics
+/// If `depth` is above [`MAX_DEPTH`].
+pub fn prove(solver: &mut Solver, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
+    assert!(depth <= MAX_DEPTH, "proof depth {depth}");
+    let mut prover = Prover { solver, memo: Memo::default(), stream: Vec::new() };
+    let (win, moves) = prover.expand(position, depth)?;
+    let report = Report { win, moves, positions: prover.memo.len() as u64 };
+    Ok((Proof { position: *position, depth, stream: prover.stream }, report))
+}
+
+struct Prover<'a> {
+    solver: &'a mut Solver,
+    memo: Memo,
+    stream: Vec<u8>,
+}
+
+impl Prover<'_> {
+    /// The value of `position` shown `depth` plies in full: whether the side
+    /// to move wins, and each move's value and winning replies.
+    fn expand(&mut self, position: &Position, depth: u8) -> Result<(bool, Vec<MoveValue>), ProveError> {
+        if depth == 0 {
+            let win = self.solver.wins(position)?;
+            push_number(&mut self.stream, u64::from(win));
+            self.show(position, win)?;
+            return Ok((win, Vec::new()));
+        }
+        let mut values = Vec::new();
+        for mv in sorted_moves(position) {
+            let mut child = *position;
+            child.play_unchecked(mv);
+            let (child_wins, replies) = self.expand(&child, depth - 1)?;
+            let winning_replies = replies.iter().filter(|r| r.wins).map(|r| r.mv).collect();
+            values.push(MoveValue { mv, wins: !child_wins, winning_replies });
+        }
+        Ok((values.iter().any(|v| v.wins), values))
+    }
+
+    /// Writes what shows that `position` has value `win`.
+    fn show(&mut self, position: &Position, win: bool) -> Result<(), ProveError> {
+        let size = position.size();
+        let stone = |col, row| position.stone_at(size.cell(col, row));
+        if self.memo.get_or_insert(size.cols(), size.rows(), position.side_to_move(), stone, win).is_some() {
+            return Ok(());
+        }
+        let moves = sorted_moves(position);
+        if win {
+            // A move into a position already shown lost costs nothing more;
+            // otherwise the winning move into the position with the fewest
+            // replies: the fewest branches to show below.
+            let mut by_replies: Vec<(u32, usize, Position)> = moves
+                .iter()
+                .enumerate()
+                .map(|(i, &mv)| {
+                    let mut child = *position;
+                    child.play_unchecked(mv);
+                    let stone = |col, row| child.stone_at(size.cell(col, row));
+                    let shown_lost =
+                        self.memo.get(size.cols(), size.rows(), child.side_to_move(), stone) == Some(false);
+                    (if shown_lost { 0 } else { 1 + child.count_moves() }, i, child)
+                })
+                .collect();
+            by_replies.sort_unstable_by_key(|&(cost, i, _)| (cost, i));
+            for (_, index, child) in by_replies {
+                if !self.solver.wins(&child)? {
+                    push_number(&mut self.stream, index as u64);
+                    return self.show(&child, false);
+                }
+            }
+            return Err(ProveError::Inconsistent(position.to_string()));
+        }
+        for mv in moves {
+            let mut child = *position;
+            child.play_unchecked(mv);
+            self.show(&child, true)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks `proof` with the naive rules and gives the values it shows.
+///
+/// # Errors
+/// The first claim that does not hold, or a malformed stream.
+pub fn verify(proof: &Proof) -> Result<Report, ProofError> {
+    let mut checker = Checker { stream: &proof.stream, at: 0, memo: Memo::default() };
+    let root = Naive::from_position(&proof.position);
+    let (win, moves) = checker.expand(&root, proof.depth)?;
+    if checker.at != proof.stream.len() {
+        return Err(ProofError::Trailing(proof.stream.len() - checker.at));
+    }
+    Ok(Report { win, moves, positions: checker.memo.len() as u64 })
+}
+
+struct Checker<'a> {
+    stream: &'a [u8],
+    at: usize,
+    memo: Memo,
+}
+
+impl Checker<'_> {
+    fn number(&mut self) -> Result<u64, ProofError> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let &byte = self.stream.get(self.at).ok_or(ProofError::Truncated)?;
+            self.at += 1;
+            n |= u64::from(byte & 0x7F) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(n);
+            }
+        }
+        Err(ProofError::Truncated)
+    }
+
+    fn expand(&mut self, position: &Naive, depth: u8) -> Result<(bool, Vec<MoveValue>), ProofError> {
+        if depth == 0 {
+            let win = match self.number()? {
+                0 => false,
+                1 => true,
+                other => return Err(ProofError::Value(other)),
+            };
+            self.check(position, win)?;
+            return Ok((win, Vec::new()));
+        }
+        let mut values = Vec::new();
+        for mv in position.moves() {
+            let mut child = position.clone();
+            child.play(mv);
+            let (child_wins, replies) = self.expand(&child, depth - 1)?;
+            let winning_replies = replies.iter().filter(|r| r.wins).map(|r| r.mv).collect();
+            values.push(MoveValue { mv, wins: !child_wins, winning_replies });
+        }
+        Ok((values.iter().any(|v| v.wins), values))
+    }
+
+    /// Checks that `position` has value `win`, reading what shows it.
+    fn check(&mut self, position: &Naive, win: bool) -> Result<(), ProofError> {
+        let stone = |col, row| position.cells[row * position.cols + col];
+        match self.memo.get_or_insert(position.cols, position.rows, position.side, stone, win) {
+            Some(known) if known == win => return Ok(()),
+            Some(_) => return Err(ProofError::Contradiction(position.to_notation())),
+            None => {}
+        }
+        let moves = position.moves();
+        if win {
+            if moves.is_empty() {
+                return Err(ProofError::NoMove(position.to_notation()));
+            }
+            let index = self.number()?;
+            let &mv = usize::try_from(index).ok().and_then(|i| moves.get(i)).ok_or_else(|| ProofError::MoveIndex {
+                index,
+                moves: moves.len(),
+                position: position.to_notation(),
+            })?;
+            let mut child = position.clone();
+            child.play(mv);
+            return self.check(&child, false);
+        }
+        for mv in moves {
+            let mut child = position.clone();
+            child.play(mv);
+            self.check(&child, true)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,168 @@
+//! Proofs of solved positions: what the prover writes, the naive checker
+//! accepts, and the values it reports agree with plain minimax; a proof
+//! that has been tampered with either fails or still tells the truth; and
+//! the committed proof of 6x6 from the start checks.
+
+use konane_rules::proof::{self, MAX_DEPTH, Proof, ProofError, Report};
+use konane_rules::solver::{Solver, minimax_wins};
+use konane_rules::{Move, Position, Size};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The report minimax gives `position` at depth 2: its value, each move's
+/// and each winning reply.
+fn minimax_report(position: &Position) -> (bool, Vec<(Move, bool, Vec<Move>)>) {
+    let mut moves: Vec<Move> = position.moves().into_iter().collect();
+    moves.sort();
+    let values: Vec<(Move, bool, Vec<Move>)> = moves
+        .into_iter()
+        .map(|mv| {
+            let mut child = *position;
+            child.play_unchecked(mv);
+            let mut replies: Vec<Move> = child.moves().into_iter().collect();
+            replies.sort();
+            let winning = replies
+                .into_iter()
+                .filter(|&reply| {
+                    let mut grandchild = child;
+                    grandchild.play_unchecked(reply);
+                    !minimax_wins(&grandchild)
+                })
+                .collect();
+            (mv, !minimax_wins(&child), winning)
+        })
+        .collect();
+    (values.iter().any(|v| v.1), values)
+}
+
+fn summary(report: &Report) -> (bool, Vec<(Move, bool, Vec<Move>)>) {
+    (report.win, report.moves.iter().map(|v| (v.mv, v.wins, v.winning_replies.clone())).collect())
+}
+
+/// A random game's position `plies` moves in (or its end).
+fn game_position(size: Size, seed: u64, plies: usize) -> Position {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut position = Position::start(size);
+    for _ in 0..plies {
+        let moves = position.moves();
+        if moves.is_empty() {
+            break;
+        }
+        position.play_unchecked(moves[rng.random_range(0..moves.len())]);
+    }
+    position
+}
+
+#[test]
+fn proofs_of_small_boards_check_and_agree_with_minimax() {
+    for size in ["3x3", "4x3", "3x4", "4x4", "5x3", "3x5", "5x4", "4x5", "6x3"] {
+        let size: Size = size.parse().unwrap();
+        let start = Position::start(size);
+        let expected = minimax_report(&start);
+        let mut solver = Solver::new(12);
+        let (proof, proven) = proof::prove(&mut solver, &start, MAX_DEPTH).unwrap();
+        assert_eq!(summary(&proven), expected, "{size}: the prover");
+        let bytes = proof.to_bytes();
+        let read = Proof::from_bytes(&bytes).unwrap();
+        assert_eq!(read, proof, "{size}: the file form");
+        let checked = proof::verify(&read).unwrap();
+        assert_eq!(summary(&checked), expected, "{size}: the checker");
+        assert_eq!(checked.positions, proven.positions, "{size}: both walks show the same positions");
+    }
+}
+
+#[test]
+fn proofs_of_midgame_positions_at_every_depth_check() {
+    let mut checked = 0;
+    for seed in 0..12 {
+        for (size, plies) in [("5x5", 6), ("6x5", 10), ("6x6", 14)] {
+            let position = game_position(size.parse().unwrap(), seed, plies);
+            let mut solver = Solver::new(14);
+            let value = solver.solve(&position).win;
+            for depth in 0..=MAX_DEPTH {
+                let (proof, proven) = proof::prove(&mut solver, &position, depth).unwrap();
+                let report = proof::verify(&Proof::from_bytes(&proof.to_bytes()).unwrap()).unwrap();
+                assert_eq!(report.win, value, "{position} depth {depth}");
+                assert_eq!(summary(&report), summary(&proven), "{position} depth {depth}");
+                assert_eq!(report.moves.is_empty(), depth == 0 || position.moves().is_empty());
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 12 * 3 * 3);
+}
+
+/// Every single-byte change to a proof's stream, and every cut, either
+/// fails the check or leaves the values true: a proof cannot lie.
+#[test]
+fn a_tampered_proof_fails_or_tells_the_truth() {
+    let start = Position::start("5x4".parse().unwrap());
+    let truth = minimax_report(&start);
+    let (proof, _) = proof::prove(&mut Solver::new(12), &start, MAX_DEPTH).unwrap();
+    let bytes = proof.to_bytes();
+    let header = bytes.len() - proof.stream_len();
+    let (mut failed, mut held) = (0, 0);
+    for at in header..bytes.len() {
+        for change in [1u8, 0x80, 0xFF] {
+            let mut tampered = bytes.clone();
+            tampered[at] ^= change;
+            match Proof::from_bytes(&tampered).and_then(|p| proof::verify(&p)) {
+                Ok(report) => {
+                    assert_eq!(summary(&report), truth, "byte {at} ^ {change:#x}");
+                    held += 1;
+                }
+                Err(_) => failed += 1,
+            }
+        }
+    }
+    assert!(failed > 0 && failed + held == 3 * proof.stream_len(), "{failed} failed, {held} held");
+    for cut in header..bytes.len() {
+        assert!(Proof::from_bytes(&bytes[..cut]).and_then(|p| proof::verify(&p)).is_err(), "cut at {cut}");
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert_eq!(proof::verify(&Proof::from_bytes(&longer).unwrap()), Err(ProofError::Trailing(1)));
+    let mut other = bytes.clone();
+    other[0] ^= 1;
+    assert_eq!(Proof::from_bytes(&other), Err(ProofError::Header));
+    let mut deep = bytes.clone();
+    deep[header - 1] = MAX_DEPTH + 1;
+    assert_eq!(Proof::from_bytes(&deep), Err(ProofError::Depth(MAX_DEPTH + 1)));
+}
+
+/// The claimed value of a position is checked, not believed: the proof of
+/// a won position with its claim flipped to "lost" fails.
+#[test]
+fn a_false_claim_fails() {
+    let position = game_position("5x5".parse().unwrap(), 4, 6);
+    let mut solver = Solver::new(14);
+    let value = solver.solve(&position).win;
+    let (proof, _) = proof::prove(&mut solver, &position, 0).unwrap();
+    let mut bytes = proof.to_bytes();
+    let claim = bytes.len() - proof.stream_len();
+    assert_eq!(bytes[claim], u8::from(value));
+    bytes[claim] ^= 1;
+    assert!(proof::verify(&Proof::from_bytes(&bytes).unwrap()).is_err(), "{position}: a flipped claim held");
+}
+
+/// `solves/6x6/proof`, written by `konane solve 6x6 --save solves/6x6`:
+/// black to move loses from the start of 6x6, and the naive rules check
+/// every opening's winning white replies.
+#[test]
+fn the_committed_proof_of_6x6_checks() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../solves/6x6/proof");
+    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(proof.position, Position::start(Size::new(6, 6).unwrap()));
+    let report = proof::verify(&proof).unwrap();
+    assert!(!report.win, "black to move loses 6x6");
+    let size = proof.position.size();
+    let text: Vec<String> = report
+        .moves
+        .iter()
+        .map(|v| {
+            let replies: Vec<String> = v.winning_replies.iter().map(|m| m.to_text(size)).collect();
+            format!("{} {}", v.mv.to_text(size), replies.join(" "))
+        })
+        .collect();
+    assert_eq!(text, ["a1 b1 a2", "c3 d3 c4", "d4 d3 c4", "f6 f5 e6"]);
+}
