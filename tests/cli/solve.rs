@@ -126,6 +126,23 @@ fn replies_come_with_a_proof_the_naive_rules_check() {
     std::fs::write(&proof, b"konane-journal\0\x01").unwrap();
     fails_with(&konane(&["solve", "--verify", proof_arg]), &["not a konane proof"]);
 
+    // Two threads, the same answer; --no-proof leaves the proof out.
+    let parallel = konane(&[
+        "solve",
+        "4x5",
+        "--replies",
+        "--threads",
+        "2",
+        "--save",
+        dir.path().join("p").to_str().unwrap(),
+        "--no-proof",
+    ]);
+    let (two, stderr) = text(&parallel);
+    assert!(parallel.status.success(), "{stderr}");
+    assert_eq!(field(&two, "value:"), field(&stdout, "value:"));
+    assert_eq!(two.lines().filter(|l| l.starts_with("after ")).collect::<Vec<_>>(), after);
+    assert!(!dir.path().join("p/proof").exists() && dir.path().join("p/result.txt").exists());
+
     // A saved solve keeps its proof; --verify takes the directory.
     let save = dir.path().join("saved");
     let saved = konane(&["solve", "4x4", "--save", save.to_str().unwrap()]);

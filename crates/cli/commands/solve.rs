@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use konane_rules::solver::JournalEntry;
-use konane_rules::{Position, Solver, proof};
+use konane_rules::{Move, Position, Solver, proof};
 use serde::{Deserialize, Serialize};
 
 use super::{human, parse_board};
@@ -57,10 +57,18 @@ pub struct Args {
     /// `--save DIR` it goes to `DIR/proof`).
     #[arg(long, conflicts_with = "verify")]
     proof: Option<PathBuf>,
+    /// No proof in the `--save` directory (for boards whose proof would be
+    /// too big to be worth keeping).
+    #[arg(long, conflicts_with = "proof")]
+    no_proof: bool,
     /// Check a proof (a file, or a `--save` directory's `proof`) with the
     /// naive rules instead of solving, and print what it shows.
-    #[arg(long, conflicts_with_all = ["board", "resume", "save", "no_symmetry", "replies"])]
+    #[arg(long, conflicts_with_all = ["board", "resume", "save", "no_symmetry", "replies", "no_proof", "threads"])]
     verify: Option<PathBuf>,
+    /// Threads sharing the table, each solving distinct root moves (default:
+    /// one per core; 1 gives the same node count every run).
+    #[arg(long, value_parser = super::parse_threads)]
+    threads: Option<usize>,
     /// Results that took at least this many nodes go to the journal.
     #[arg(long, default_value_t = 1 << 20, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
     journal_min_work: u64,
@@ -219,7 +227,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         });
-        let solution = solver.solve_each(&position, u64::MAX, |_, _| {
+        let solution = solver.solve_each_parallel(&position, args.threads.unwrap_or_else(super::cores), |_, _| {
             solved_roots.fetch_add(1, Ordering::Relaxed);
         });
         done.store(true, Ordering::Relaxed);
@@ -238,43 +246,73 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         solver.table_bytes() >> 20,
         if symmetry { "" } else { ", symmetry off" }
     );
-    let proof_path = args.proof.clone().or_else(|| dir.as_ref().map(|d| d.join(PROOF_FILE)));
-    if args.replies || proof_path.is_some() {
+    if args.replies {
+        let values = move_values(&mut solver, &position)?;
+        report.push_str(&replies_text(&position, &values));
+    }
+    // The result is out before the proof, which can take longer than the solve.
+    save_result(dir.as_deref(), &position, &report)?;
+    let mut stdout = super::stdout();
+    stdout.write_all(report.as_bytes())?;
+    stdout.flush()?;
+    let proof_path =
+        if args.no_proof { None } else { args.proof.clone().or_else(|| dir.as_ref().map(|d| d.join(PROOF_FILE))) };
+    if let Some(path) = &proof_path {
+        // A resumed solve writes its directory's proof again.
+        anyhow::ensure!(args.proof.is_none() || !path.exists(), "--proof: {} already exists", path.display());
         let proving = Instant::now();
         let (proof, values) = proof::prove(&mut solver, &position, proof::MAX_DEPTH)?;
         anyhow::ensure!(values.win == solution.win, "the proof's value differs from the solve's (a false table hit?)");
-        if args.replies {
-            report.push_str(&replies_text(&position, &values));
-        }
-        if let Some(path) = &proof_path {
-            // A resumed solve writes its directory's proof again.
-            anyhow::ensure!(args.proof.is_none() || !path.exists(), "--proof: {} already exists", path.display());
-            konane_files::write_atomically(path, &proof.to_bytes()).with_context(|| format!("{}", path.display()))?;
-            report.push_str(&format!(
-                "proof: {} ({} positions, {} bytes, {:.1}s)\n",
-                path.display(),
-                values.positions,
-                proof.to_bytes().len(),
-                proving.elapsed().as_secs_f64()
-            ));
-        }
+        let bytes = proof.to_bytes();
+        konane_files::write_atomically(path, &bytes).with_context(|| format!("{}", path.display()))?;
+        let line = format!(
+            "proof: {} ({} positions, {} bytes, {:.1}s)\n",
+            path.display(),
+            values.positions,
+            bytes.len(),
+            proving.elapsed().as_secs_f64()
+        );
+        report.push_str(&line);
+        save_result(dir.as_deref(), &position, &report)?;
+        stdout.write_all(line.as_bytes())?;
     }
-    if let Some(dir) = &dir {
+    Ok(())
+}
+
+/// `DIR/result.txt`, written atomically: the position and the report.
+fn save_result(dir: Option<&Path>, position: &Position, report: &str) -> anyhow::Result<()> {
+    if let Some(dir) = dir {
         let path = dir.join(RESULT_FILE);
         let text = format!("{position}\n{report}");
         konane_files::write_atomically(&path, text.as_bytes()).with_context(|| format!("{}", path.display()))?;
     }
-    super::stdout().write_all(report.as_bytes())?;
     Ok(())
+}
+
+/// Each move of `position` (sorted) with its value and the opponent's
+/// winning replies, from the solver (its table answers most of it after
+/// the solve).
+fn move_values(solver: &mut Solver, position: &Position) -> anyhow::Result<Vec<proof::MoveValue>> {
+    let mut moves: Vec<Move> = position.moves().into_iter().collect();
+    moves.sort_unstable();
+    let mut values = Vec::new();
+    for mv in moves {
+        let mut child = *position;
+        child.play_unchecked(mv);
+        let mut answer = solver.solve_within(&child, u64::MAX).context("the replies")?;
+        answer.winning_moves.sort_unstable();
+        values.push(proof::MoveValue { mv, wins: !answer.win, winning_replies: answer.winning_moves });
+    }
+    Ok(values)
 }
 
 /// A line per move: its value for the side that plays it, and the
 /// opponent's winning replies when it loses.
-fn replies_text(position: &Position, values: &proof::Report) -> String {
+fn replies_text(position: &Position, values: &[proof::MoveValue]) -> String {
     let size = position.size();
     let mover = position.side_to_move();
     let mut text = String::new();
-    for value in &values.moves {
+    for value in values {
         let mv = value.mv.to_text(size);
         if value.wins {
             text.push_str(&format!("after {mv}: {mover} wins, every reply loses\n"));
@@ -302,7 +340,7 @@ fn verify(path: &Path) -> anyhow::Result<()> {
         if values.win { "W" } else { "L" },
         winning.join(" ")
     );
-    report.push_str(&replies_text(&proof.position, &values));
+    report.push_str(&replies_text(&proof.position, &values.moves));
     report.push_str(&format!(
         "checked with the naive rules: {} positions, {} bytes, {:.1}s\n",
         values.positions,

@@ -14,8 +14,8 @@
 //! share one entry. A second, independent 32-bit hash of the same image
 //! must match too, so a false hit needs 96 bits to collide.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::bits::Bits;
 use crate::board::Board;
@@ -36,14 +36,43 @@ pub struct Solution {
     pub nodes: u64,
 }
 
-#[derive(Clone, Copy, Default)]
-struct Entry {
-    /// Hash with its lowest bit replaced by the value (1 = win); 0 = empty.
-    key: u64,
-    /// The check hash: must match too.
-    check: u32,
-    /// Nodes the solve took (saturating), to keep expensive results.
-    work: u32,
+/// One filed result, in a slot that several threads read and write
+/// without locks: `lock` holds the key XOR the data, so a slot torn by two
+/// writers at once never matches a probe (Hyatt and Mann's lockless
+/// hashing). The key is the hash with its lowest bit replaced by the value
+/// (1 = win), 0 for an empty slot; the data is the check hash (high half)
+/// and the nodes the solve took (low half, saturating), to keep expensive
+/// results.
+#[derive(Default)]
+struct Slot {
+    lock: AtomicU64,
+    data: AtomicU64,
+}
+
+/// Two slots in one cache line's half: a probe costs one miss.
+#[derive(Default)]
+#[repr(align(32))]
+struct Bucket([Slot; 2]);
+
+impl Slot {
+    /// The key and data, or `None` when empty or torn.
+    #[inline(always)]
+    fn read(&self) -> (u64, u64) {
+        let data = self.data.load(Ordering::Relaxed);
+        (self.lock.load(Ordering::Relaxed) ^ data, data)
+    }
+
+    #[inline(always)]
+    fn write(&self, key: u64, data: u64) {
+        self.data.store(data, Ordering::Relaxed);
+        self.lock.store(key ^ data, Ordering::Relaxed);
+    }
+}
+
+/// Whether a slot's key and data are the position `(hash, check)`.
+#[inline(always)]
+fn holds((key, data): (u64, u64), (hash, check): (u64, u32)) -> bool {
+    key != 0 && (key ^ hash) & !1 == 0 && (data >> 32) as u32 == check
 }
 
 /// The hashes of the `N` symmetric images of a board that the table
@@ -169,14 +198,15 @@ struct Child {
 
 /// Reusable solver state: the transposition table and per-ply scratch.
 pub struct Solver {
-    table: Vec<[Entry; 2]>,
+    /// Shared by the solvers of a parallel solve ([`Solver::solve_each_parallel`]).
+    table: Arc<Vec<Bucket>>,
     scratch: Vec<Vec<Child>>,
     symmetries: Option<Symmetries>,
     use_symmetry: bool,
     nodes: u64,
     node_limit: u64,
     progress: Arc<AtomicU64>,
-    journal: Option<(u64, JournalSink)>,
+    journal: Option<(u64, Arc<Mutex<JournalSink>>)>,
 }
 
 /// The transposition table could not be had.
@@ -199,7 +229,7 @@ impl Solver {
     /// The largest table: 2^29 buckets of 32 bytes, 16 GiB.
     pub const MAX_TABLE_BITS: u32 = 29;
 
-    /// A solver with `2^table_bits` two-entry buckets (32 bytes each).
+    /// A solver with `2^table_bits` two-slot buckets (32 bytes each).
     ///
     /// # Panics
     /// If the table cannot be had (see [`Solver::try_new`], for sizes users
@@ -219,14 +249,13 @@ impl Solver {
             return Err(TableError::TooLarge(table_bits));
         }
         let buckets = 1usize << table_bits;
-        let mut table: Vec<[Entry; 2]> = Vec::new();
-        table
-            .try_reserve_exact(buckets)
-            .map_err(|_| TableError::OutOfMemory((buckets * std::mem::size_of::<[Entry; 2]>()) as u64 >> 20))?;
-        advise_huge_pages(table.as_ptr().cast(), buckets * std::mem::size_of::<[Entry; 2]>());
-        table.resize(buckets, [Entry::default(); 2]);
+        let bytes = buckets * std::mem::size_of::<Bucket>();
+        let mut table: Vec<Bucket> = Vec::new();
+        table.try_reserve_exact(buckets).map_err(|_| TableError::OutOfMemory(bytes as u64 >> 20))?;
+        advise_huge_pages(table.as_ptr().cast(), bytes);
+        table.resize_with(buckets, Bucket::default);
         Ok(Solver {
-            table,
+            table: Arc::new(table),
             scratch: Vec::new(),
             symmetries: None,
             use_symmetry: true,
@@ -242,12 +271,12 @@ impl Solver {
     /// returns false to stop the solve (which then ends as
     /// [`Unsolved`]).
     pub fn set_journal(&mut self, min_work: u64, sink: impl FnMut(JournalEntry) -> bool + Send + 'static) {
-        self.journal = Some((min_work, Box::new(sink)));
+        self.journal = Some((min_work, Arc::new(Mutex::new(Box::new(sink)))));
     }
 
     /// Puts a result of an earlier solve (with the same symmetry setting)
     /// into the table, marked as the most expensive kind so that it stays.
-    pub fn pin(&mut self, entry: JournalEntry) {
+    pub fn pin(&self, entry: JournalEntry) {
         self.insert((entry.hash, entry.check), entry.win, u32::MAX);
     }
 
@@ -258,7 +287,7 @@ impl Solver {
     /// [`TableError::TooLarge`] above [`Solver::MAX_TABLE_BITS`] or below
     /// one bucket.
     pub fn table_bits_for(bytes: u64) -> Result<u32, TableError> {
-        let buckets = bytes / std::mem::size_of::<[Entry; 2]>() as u64;
+        let buckets = bytes / std::mem::size_of::<Bucket>() as u64;
         if buckets == 0 {
             return Err(TableError::TooLarge(0));
         }
@@ -271,7 +300,7 @@ impl Solver {
 
     /// The table's size in bytes.
     pub fn table_bytes(&self) -> u64 {
-        (self.table.len() * std::mem::size_of::<[Entry; 2]>()) as u64
+        (self.table.len() * std::mem::size_of::<Bucket>()) as u64
     }
 
     /// Whether positions that are symmetric images of each other share a
@@ -287,11 +316,16 @@ impl Solver {
 
     /// Forgets every solved position.
     pub fn clear(&mut self) {
-        self.table.fill([Entry::default(); 2]);
+        for bucket in self.table.iter() {
+            for slot in &bucket.0 {
+                slot.write(0, 0);
+            }
+        }
     }
 
-    /// A counter of the nodes searched so far by the running solve, updated
-    /// every few thousand nodes: another thread reads it to show progress.
+    /// A counter of the nodes this solver (and the threads of its parallel
+    /// solves) has searched, in steps of 4,096: another thread reads it to
+    /// show progress.
     pub fn progress(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.progress)
     }
@@ -335,6 +369,94 @@ impl Solver {
         Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes })
     }
 
+    /// As [`Solver::solve_each`] without a node limit, on `threads`
+    /// threads that share the table: root moves that a symmetry of the
+    /// position maps onto each other are solved once (with the table's
+    /// symmetry folding on), and the threads take the distinct ones in turn.
+    /// One thread is exactly [`Solver::solve_each`]; with more, the node
+    /// count varies from run to run, the values do not.
+    ///
+    /// # Errors
+    /// The journal's sink failed.
+    pub fn solve_each_parallel(
+        &mut self,
+        position: &Position,
+        threads: usize,
+        on_move: impl Fn(Move, bool) + Sync,
+    ) -> Result<Solution, Unsolved> {
+        if threads <= 1 {
+            return self.solve_each(position, u64::MAX, on_move);
+        }
+        let size = position.size();
+        let keeping: Vec<Symmetry> = if self.use_symmetry {
+            Symmetry::of(size).iter().copied().filter(|s| s.apply(position) == *position).collect()
+        } else {
+            vec![Symmetry::Identity]
+        };
+        let moves = position.moves();
+        let mut classes: Vec<Vec<Move>> = Vec::new();
+        for &mv in &moves {
+            if !classes.iter().any(|class| class.contains(&mv)) {
+                let mut class: Vec<Move> = keeping.iter().map(|s| s.apply_move(size, mv)).collect();
+                class.sort_unstable();
+                class.dedup();
+                classes.push(class);
+            }
+        }
+        let next = AtomicUsize::new(0);
+        let lost: Vec<AtomicU8> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
+        let work = |solver: &mut Solver| -> Result<u64, Unsolved> {
+            solver.nodes = 0;
+            solver.node_limit = u64::MAX;
+            while let Some(class) = classes.get(next.fetch_add(1, Ordering::Relaxed)) {
+                let mut child = *position;
+                child.play_unchecked(class[0]);
+                let child_lost = !solver.wins(&child)?;
+                let index = classes.iter().position(|c| std::ptr::eq(c, class)).expect("a class of the list");
+                lost[index].store(1 + u8::from(child_lost), Ordering::Relaxed);
+                for &mv in class {
+                    on_move(mv, child_lost);
+                }
+            }
+            Ok(solver.nodes)
+        };
+        let mut helpers: Vec<Solver> = (1..threads).map(|_| self.sharing()).collect();
+        let counts: Vec<Result<u64, Unsolved>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = helpers.iter_mut().map(|helper| scope.spawn(|| work(helper))).collect();
+            let mut counts = vec![work(self)];
+            counts.extend(handles.into_iter().map(|h| h.join().expect("a solver thread panicked")));
+            counts
+        });
+        let mut nodes = 0;
+        for count in counts {
+            nodes += count?;
+        }
+        let winning_moves: Vec<Move> = moves
+            .iter()
+            .copied()
+            .filter(|mv| {
+                let index = classes.iter().position(|c| c.contains(mv)).expect("every move has a class");
+                lost[index].load(Ordering::Relaxed) == 2
+            })
+            .collect();
+        Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes })
+    }
+
+    /// Another solver on the same table (and progress counter and journal),
+    /// for another thread.
+    fn sharing(&self) -> Solver {
+        Solver {
+            table: Arc::clone(&self.table),
+            scratch: Vec::new(),
+            symmetries: None,
+            use_symmetry: self.use_symmetry,
+            nodes: 0,
+            node_limit: u64::MAX,
+            progress: Arc::clone(&self.progress),
+            journal: self.journal.clone(),
+        }
+    }
+
     /// As [`Solver::wins`], giving up after about `node_limit` nodes: the
     /// probe a search makes at its leaves, without listing winning moves.
     ///
@@ -375,24 +497,31 @@ impl Solver {
             // SAFETY: a prefetch is a hint that never faults, and the pointer
             // is to a live bucket of the table.
             unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(bucket.as_ptr().cast());
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    std::ptr::from_ref(bucket).cast(),
+                );
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = hash;
     }
 
-    fn probe(&self, (hash, check): (u64, u32)) -> Option<bool> {
-        let bucket = &self.table[hash as usize & (self.table.len() - 1)];
-        bucket.iter().find(|e| e.key != 0 && (e.key ^ hash) & !1 == 0 && e.check == check).map(|e| e.key & 1 == 1)
+    fn probe(&self, key: (u64, u32)) -> Option<bool> {
+        let bucket = &self.table[key.0 as usize & (self.table.len() - 1)];
+        bucket.0.iter().map(Slot::read).find(|&slot| holds(slot, key)).map(|(stored, _)| stored & 1 == 1)
     }
 
     /// Files a result found by the search, and sends it to the journal if
     /// it was expensive.
     fn store(&mut self, key: (u64, u32), win: bool, work: u64) {
-        if let Some((min_work, sink)) = &mut self.journal
+        if let Some((min_work, sink)) = &self.journal
             && work >= *min_work
-            && !sink(JournalEntry { hash: key.0 & !1, check: key.1, win, work })
+            && !sink.lock().unwrap_or_else(PoisonError::into_inner)(JournalEntry {
+                hash: key.0 & !1,
+                check: key.1,
+                win,
+                work,
+            })
         {
             self.node_limit = 0;
         }
@@ -402,14 +531,14 @@ impl Solver {
     /// Puts a result in its bucket: into the first slot if it took at
     /// least the work of the one there (or is the same position), else
     /// into the second.
-    fn insert(&mut self, (hash, check): (u64, u32), win: bool, work: u32) {
-        let len = self.table.len();
-        let bucket = &mut self.table[hash as usize & (len - 1)];
-        let entry = Entry { key: (hash & !1) | win as u64, check, work };
-        if work >= bucket[0].work || ((bucket[0].key ^ hash) & !1 == 0 && bucket[0].check == check) {
-            bucket[0] = entry;
+    fn insert(&self, (hash, check): (u64, u32), win: bool, work: u32) {
+        let bucket = &self.table[hash as usize & (self.table.len() - 1)].0;
+        let first = bucket[0].read();
+        let (key, data) = ((hash & !1) | u64::from(win), u64::from(check) << 32 | u64::from(work));
+        if work >= first.1 as u32 || holds(first, (hash, check)) {
+            bucket[0].write(key, data);
         } else {
-            bucket[1] = entry;
+            bucket[1].write(key, data);
         }
     }
 
@@ -439,7 +568,7 @@ impl Solver {
             return Err(Unsolved(self.nodes));
         }
         if self.nodes & 0xFFF == 0 {
-            self.progress.store(self.nodes, Ordering::Relaxed);
+            self.progress.fetch_add(0x1000, Ordering::Relaxed);
         }
         let key = Symmetries::canonical(keys);
         if let Some(win) = self.probe(key) {

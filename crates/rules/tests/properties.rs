@@ -502,3 +502,38 @@ fn a_solver_reused_across_board_shapes_stays_exact() {
     assert!(solver.wins(&square).unwrap());
     assert!(!solver.wins(&tall).unwrap(), "{tall} is lost for black");
 }
+
+/// Two threads sharing the table, root moves split by symmetry class, give
+/// the serial solver's value and winning moves (on starts, whose root moves
+/// fold into classes, and on midgames, whose mostly do not), with the
+/// table's folding on and off.
+#[test]
+fn a_parallel_solve_agrees_with_the_serial_one() {
+    let mut positions: Vec<Position> =
+        ["5x5", "4x6", "6x4", "5x6", "4x7"].iter().map(|s| Position::start(s.parse().unwrap())).collect();
+    for seed in 0..16 {
+        let size = if seed % 2 == 0 { Size::new(5, 5).unwrap() } else { Size::new(6, 5).unwrap() };
+        let game = game_positions(size, seed);
+        positions.push(game[(4 + seed as usize).min(game.len() - 1)]);
+    }
+    for symmetry in [true, false] {
+        for position in &positions {
+            let mut serial = Solver::new(14);
+            serial.set_symmetry(symmetry);
+            let expected = serial.solve(position);
+            let mut parallel = Solver::new(14);
+            parallel.set_symmetry(symmetry);
+            let reported = std::sync::Mutex::new(Vec::new());
+            let solution = parallel
+                .solve_each_parallel(position, 2, |mv, lost| reported.lock().unwrap().push((mv, lost)))
+                .unwrap();
+            assert_eq!((solution.win, &solution.winning_moves), (expected.win, &expected.winning_moves), "{position}");
+            let mut reported = reported.into_inner().unwrap();
+            reported.sort();
+            let mut all: Vec<(Move, bool)> =
+                position.moves().into_iter().map(|mv| (mv, expected.winning_moves.contains(&mv))).collect();
+            all.sort();
+            assert_eq!(reported, all, "{position}: every root move reported once with its value");
+        }
+    }
+}
