@@ -404,15 +404,17 @@ impl Solver {
             }
         }
         let next = AtomicUsize::new(0);
+        // Per class: 0 not yet solved, 1 the child wins, 2 it is lost.
         let lost: Vec<AtomicU8> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
         let work = |solver: &mut Solver| -> Result<u64, Unsolved> {
             solver.nodes = 0;
             solver.node_limit = u64::MAX;
-            while let Some(class) = classes.get(next.fetch_add(1, Ordering::Relaxed)) {
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(class) = classes.get(index) else { break };
                 let mut child = *position;
                 child.play_unchecked(class[0]);
                 let child_lost = !solver.wins(&child)?;
-                let index = classes.iter().position(|c| std::ptr::eq(c, class)).expect("a class of the list");
                 lost[index].store(1 + u8::from(child_lost), Ordering::Relaxed);
                 for &mv in class {
                     on_move(mv, child_lost);
