@@ -227,8 +227,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         });
-        let solution = solver.solve_each_parallel(&position, args.threads.unwrap_or_else(super::cores), |_, _| {
-            solved_roots.fetch_add(1, Ordering::Relaxed);
+        let solution = solver.solve_each_parallel(&position, args.threads.unwrap_or_else(super::cores), |mv, wins| {
+            let done = solved_roots.fetch_add(1, Ordering::Relaxed) + 1;
+            // A long solve tells each root move's value as soon as it is known.
+            if start.elapsed() >= Duration::from_secs(10) {
+                let value = if wins { "wins" } else { "loses" };
+                eprintln!("solved {} ({done}/{roots}): {value}", mv.to_text(size));
+            }
         });
         done.store(true, Ordering::Relaxed);
         solution
