@@ -69,6 +69,15 @@ pub struct MoveValue {
     pub winning_replies: Vec<Move>,
 }
 
+impl MoveValue {
+    /// `mv`'s value from what the position after it showed: whether the
+    /// opponent wins there, and the value of each of the opponent's moves.
+    fn after(mv: Move, (opponent_wins, replies): (bool, Vec<MoveValue>)) -> MoveValue {
+        let winning_replies = replies.iter().filter(|r| r.wins).map(|r| r.mv).collect();
+        MoveValue { mv, wins: !opponent_wins, winning_replies }
+    }
+}
+
 /// Why no proof could be written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProveError {
@@ -182,24 +191,19 @@ impl Memo {
         stone: impl Fn(usize, usize) -> Option<Color>,
         win: bool,
     ) -> Option<bool> {
+        fn recall<K: std::hash::Hash + Eq>(map: &mut HashMap<K, bool>, key: K, win: bool) -> Option<bool> {
+            match map.entry(key) {
+                Entry::Occupied(known) => Some(*known.get()),
+                Entry::Vacant(slot) => {
+                    slot.insert(win);
+                    None
+                }
+            }
+        }
         let key = memo_key(cols, rows, side, stone);
-        if cols * rows <= 63 {
-            let small = key.iter().rev().fold(0u128, |n, &byte| n << 8 | u128::from(byte));
-            match self.small.entry(small) {
-                Entry::Occupied(known) => Some(*known.get()),
-                Entry::Vacant(slot) => {
-                    slot.insert(win);
-                    None
-                }
-            }
-        } else {
-            match self.large.entry(key) {
-                Entry::Occupied(known) => Some(*known.get()),
-                Entry::Vacant(slot) => {
-                    slot.insert(win);
-                    None
-                }
-            }
+        match small_key(&key) {
+            Some(small) => recall(&mut self.small, small, win),
+            None => recall(&mut self.large, key, win),
         }
     }
 
@@ -211,12 +215,16 @@ impl Memo {
         stone: impl Fn(usize, usize) -> Option<Color>,
     ) -> Option<bool> {
         let key = memo_key(cols, rows, side, stone);
-        if cols * rows <= 63 {
-            self.small.get(&key.iter().rev().fold(0u128, |n, &byte| n << 8 | u128::from(byte))).copied()
-        } else {
-            self.large.get(&key).copied()
+        match small_key(&key) {
+            Some(small) => self.small.get(&small).copied(),
+            None => self.large.get(&key).copied(),
         }
     }
+}
+
+/// A key of at most 16 bytes (a board of up to 63 cells) as one number.
+fn small_key(key: &[u8]) -> Option<u128> {
+    (key.len() <= 16).then(|| key.iter().rev().fold(0u128, |n, &byte| n << 8 | u128::from(byte)))
 }
 
 /// Where a symmetry sends `(col, row)` of a `cols` x `rows` board.
@@ -324,9 +332,7 @@ impl Prover<'_> {
         for mv in sorted_moves(position) {
             let mut child = *position;
             child.play_unchecked(mv);
-            let (child_wins, replies) = self.expand(&child, depth - 1)?;
-            let winning_replies = replies.iter().filter(|r| r.wins).map(|r| r.mv).collect();
-            values.push(MoveValue { mv, wins: !child_wins, winning_replies });
+            values.push(MoveValue::after(mv, self.expand(&child, depth - 1)?));
         }
         Ok((values.iter().any(|v| v.wins), values))
     }
@@ -421,9 +427,7 @@ impl Checker<'_> {
         for mv in position.moves() {
             let mut child = position.clone();
             child.play(mv);
-            let (child_wins, replies) = self.expand(&child, depth - 1)?;
-            let winning_replies = replies.iter().filter(|r| r.wins).map(|r| r.mv).collect();
-            values.push(MoveValue { mv, wins: !child_wins, winning_replies });
+            values.push(MoveValue::after(mv, self.expand(&child, depth - 1)?));
         }
         Ok((values.iter().any(|v| v.wins), values))
     }

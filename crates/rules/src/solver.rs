@@ -395,13 +395,17 @@ impl Solver {
         };
         let moves = position.moves();
         let mut classes: Vec<Vec<Move>> = Vec::new();
+        // The class of each root move, by index.
+        let mut class_of: Vec<usize> = Vec::with_capacity(moves.len());
         for &mv in &moves {
-            if !classes.iter().any(|class| class.contains(&mv)) {
+            let index = classes.iter().position(|class| class.contains(&mv)).unwrap_or_else(|| {
                 let mut class: Vec<Move> = keeping.iter().map(|s| s.apply_move(size, mv)).collect();
                 class.sort_unstable();
                 class.dedup();
                 classes.push(class);
-            }
+                classes.len() - 1
+            });
+            class_of.push(index);
         }
         let next = AtomicUsize::new(0);
         // Per class: 0 not yet solved, 1 the child wins, 2 it is lost.
@@ -435,11 +439,9 @@ impl Solver {
         }
         let winning_moves: Vec<Move> = moves
             .iter()
-            .copied()
-            .filter(|mv| {
-                let index = classes.iter().position(|c| c.contains(mv)).expect("every move has a class");
-                lost[index].load(Ordering::Relaxed) == 2
-            })
+            .zip(&class_of)
+            .filter(|&(_, &class)| lost[class].load(Ordering::Relaxed) == 2)
+            .map(|(&mv, _)| mv)
             .collect();
         Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes })
     }

@@ -7,6 +7,9 @@
 //! parser panics, and whatever parses prints back to text that parses to
 //! the same thing.
 
+mod common;
+
+use common::played;
 use konane_rules::{GameRecord, Position, Size};
 use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
@@ -18,20 +21,6 @@ fn fuzz<S: Strategy>(name: &str, strategy: S, property: impl Fn(S::Value)) {
         property(value);
         Ok(())
     });
-}
-
-/// A position reached by `plies` random moves on `size`.
-fn played(size: Size, plies: usize, seed: u64) -> Position {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut position = Position::start(size);
-    for _ in 0..plies {
-        let moves = position.moves();
-        if moves.is_empty() {
-            break;
-        }
-        position.play_unchecked(moves[rng.random_range(0..moves.len())]);
-    }
-    position
 }
 
 fn arb_size() -> impl Strategy<Value = Size> {

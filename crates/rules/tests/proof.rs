@@ -3,11 +3,12 @@
 //! that has been tampered with either fails or still tells the truth; and
 //! the committed proof of 6x6 from the start checks.
 
+mod common;
+
+use common::played;
 use konane_rules::proof::{self, MAX_DEPTH, Proof, ProofError, Report};
 use konane_rules::solver::{Solver, minimax_wins};
 use konane_rules::{Move, Position, Size};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 /// The report minimax gives `position` at depth 2: its value, each move's
 /// and each winning reply.
@@ -39,20 +40,6 @@ fn summary(report: &Report) -> (bool, Vec<(Move, bool, Vec<Move>)>) {
     (report.win, report.moves.iter().map(|v| (v.mv, v.wins, v.winning_replies.clone())).collect())
 }
 
-/// A random game's position `plies` moves in (or its end).
-fn game_position(size: Size, seed: u64, plies: usize) -> Position {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut position = Position::start(size);
-    for _ in 0..plies {
-        let moves = position.moves();
-        if moves.is_empty() {
-            break;
-        }
-        position.play_unchecked(moves[rng.random_range(0..moves.len())]);
-    }
-    position
-}
-
 #[test]
 fn proofs_of_small_boards_check_and_agree_with_minimax() {
     for size in ["3x3", "4x3", "3x4", "4x4", "5x3", "3x5", "5x4", "4x5", "6x3"] {
@@ -76,7 +63,7 @@ fn proofs_of_midgame_positions_at_every_depth_check() {
     let mut checked = 0;
     for seed in 0..12 {
         for (size, plies) in [("5x5", 6), ("6x5", 10), ("6x6", 14)] {
-            let position = game_position(size.parse().unwrap(), seed, plies);
+            let position = played(size.parse().unwrap(), plies, seed);
             let mut solver = Solver::new(14);
             let value = solver.solve(&position).win;
             for depth in 0..=MAX_DEPTH {
@@ -134,7 +121,7 @@ fn a_tampered_proof_fails_or_tells_the_truth() {
 /// a won position with its claim flipped to "lost" fails.
 #[test]
 fn a_false_claim_fails() {
-    let position = game_position("5x5".parse().unwrap(), 4, 6);
+    let position = played("5x5".parse().unwrap(), 6, 4);
     let mut solver = Solver::new(14);
     let value = solver.solve(&position).win;
     let (proof, _) = proof::prove(&mut solver, &position, 0).unwrap();
