@@ -138,6 +138,23 @@ fn read_journal(path: &Path) -> anyhow::Result<(Vec<JournalEntry>, u64)> {
     Ok((entries, at as u64))
 }
 
+/// How much of the solve is resolved and a rough time left, as the
+/// progress line says it: the time so far scaled by the unresolved share.
+fn remaining(resolved: f64, seconds: f64) -> String {
+    let resolved = resolved.clamp(0.0, 1.0);
+    let left = if resolved > 0.0 {
+        let left = seconds * (1.0 - resolved) / resolved;
+        match left {
+            s if s < 120.0 => format!("{s:.0}s"),
+            s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+            s => format!("{:.1} h", s / 3600.0),
+        }
+    } else {
+        "unknown".into()
+    };
+    format!("resolved {:.1}%, roughly {left} left", 100.0 * resolved)
+}
+
 /// Solves exactly and prints the value for the side to move, every winning
 /// move, and the search statistics; a solve that runs for more than a few
 /// seconds reports its progress on standard error.
@@ -205,7 +222,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         });
     }
 
-    let counter = solver.progress();
+    let progress = solver.progress();
     let done = AtomicBool::new(false);
     let roots = position.moves().len();
     let solved_roots = AtomicUsize::new(0);
@@ -216,13 +233,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 std::thread::sleep(Duration::from_millis(100));
                 if last.elapsed() >= Duration::from_secs(10) {
                     last = Instant::now();
-                    let nodes = counter.load(Ordering::Relaxed);
+                    let nodes = progress.nodes();
                     let seconds = start.elapsed().as_secs_f64();
                     eprintln!(
-                        "solving {size}: {} nodes in {seconds:.0}s ({} nodes/s), root moves done {}/{roots}",
+                        "solving {size}: {} nodes in {seconds:.0}s ({} nodes/s), root moves done {}/{roots}, {}",
                         human(nodes as f64),
                         human(nodes as f64 / seconds),
                         solved_roots.load(Ordering::Relaxed),
+                        remaining(progress.resolved(), seconds),
                     );
                 }
             }

@@ -205,8 +205,42 @@ pub struct Solver {
     use_symmetry: bool,
     nodes: u64,
     node_limit: u64,
-    progress: Arc<AtomicU64>,
+    progress: Arc<Progress>,
+    /// The share of the whole solve ([`Progress::ONE`]) the root move being
+    /// searched stands for; 0 outside a solve's root moves.
+    root_share: u64,
+    /// How much of `root_share` has been added to the progress so far.
+    root_added: u64,
     journal: Option<(u64, Arc<Mutex<JournalSink>>)>,
+}
+
+/// How far a solve has got, read by another thread while it runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Nodes searched, in steps of 4,096.
+    nodes: AtomicU64,
+    /// The root's moves resolved, in units of [`Progress::ONE`] for all of
+    /// them: a finished move counts whole, the move being searched by the
+    /// share of the opponent's replies already refuted.
+    resolved: AtomicU64,
+}
+
+impl Progress {
+    /// The whole solve, in the units of `resolved`.
+    const ONE: u64 = 1 << 32;
+
+    /// Nodes the solver and its threads have searched (in steps of 4,096).
+    pub fn nodes(&self) -> u64 {
+        self.nodes.load(Ordering::Relaxed)
+    }
+
+    /// The share of the current solve resolved so far, 0 to 1: the root's
+    /// moves, with each move in progress counted by the replies to it
+    /// already refuted. Replies differ in cost, so it is a rough measure
+    /// of the work done, good for an order of magnitude of the time left.
+    pub fn resolved(&self) -> f64 {
+        self.resolved.load(Ordering::Relaxed) as f64 / Progress::ONE as f64
+    }
 }
 
 /// The transposition table could not be had.
@@ -262,6 +296,8 @@ impl Solver {
             nodes: 0,
             node_limit: u64::MAX,
             progress: Arc::default(),
+            root_share: 0,
+            root_added: 0,
             journal: None,
         })
     }
@@ -323,11 +359,29 @@ impl Solver {
         }
     }
 
-    /// A counter of the nodes this solver (and the threads of its parallel
-    /// solves) has searched, in steps of 4,096: another thread reads it to
-    /// show progress.
-    pub fn progress(&self) -> Arc<AtomicU64> {
+    /// The progress of this solver's solves (with the threads of its
+    /// parallel solves): another thread reads it to show how far they are.
+    pub fn progress(&self) -> Arc<Progress> {
         Arc::clone(&self.progress)
+    }
+
+    /// Searches root move `child` as standing for `share` of the solve.
+    fn wins_root_move(&mut self, child: &Position, share: u64) -> Result<bool, Unsolved> {
+        (self.root_share, self.root_added) = (share, 0);
+        let result = self.wins(child);
+        if result.is_ok() {
+            self.progress.resolved.fetch_add(share - self.root_added, Ordering::Relaxed);
+        }
+        self.root_share = 0;
+        result
+    }
+
+    /// Notes that `done` of the `of` replies to the root move being
+    /// searched are refuted.
+    fn refuted_at_root(&mut self, done: usize, of: usize) {
+        let target = self.root_share * done as u64 / of as u64;
+        self.progress.resolved.fetch_add(target - self.root_added, Ordering::Relaxed);
+        self.root_added = target;
     }
 
     /// The value of `position` and all its winning moves.
@@ -357,10 +411,16 @@ impl Solver {
         self.nodes = 0;
         self.node_limit = node_limit;
         let mut winning_moves = Vec::new();
-        for mv in position.moves() {
+        let moves = position.moves();
+        // A position without moves is resolved before it starts.
+        self.progress.resolved.store(if moves.is_empty() { Progress::ONE } else { 0 }, Ordering::Relaxed);
+        for (i, &mv) in moves.iter().enumerate() {
             let mut child = *position;
             child.play_unchecked(mv);
-            let lost = !self.wins(&child)?;
+            // Shares that add up to exactly one.
+            let share =
+                Progress::ONE * (i as u64 + 1) / moves.len() as u64 - Progress::ONE * i as u64 / moves.len() as u64;
+            let lost = !self.wins_root_move(&child, share)?;
             if lost {
                 winning_moves.push(mv);
             }
@@ -407,6 +467,7 @@ impl Solver {
             });
             class_of.push(index);
         }
+        self.progress.resolved.store(if moves.is_empty() { Progress::ONE } else { 0 }, Ordering::Relaxed);
         let next = AtomicUsize::new(0);
         // Per class: 0 not yet solved, 1 the child wins, 2 it is lost.
         let lost: Vec<AtomicU8> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
@@ -418,7 +479,8 @@ impl Solver {
                 let Some(class) = classes.get(index) else { break };
                 let mut child = *position;
                 child.play_unchecked(class[0]);
-                let child_lost = !solver.wins(&child)?;
+                let share = Progress::ONE * class.len() as u64 / moves.len() as u64;
+                let child_lost = !solver.wins_root_move(&child, share)?;
                 lost[index].store(1 + u8::from(child_lost), Ordering::Relaxed);
                 for &mv in class {
                     on_move(mv, child_lost);
@@ -457,6 +519,8 @@ impl Solver {
             nodes: 0,
             node_limit: u64::MAX,
             progress: Arc::clone(&self.progress),
+            root_share: 0,
+            root_added: 0,
             journal: self.journal.clone(),
         }
     }
@@ -572,7 +636,7 @@ impl Solver {
             return Err(Unsolved(self.nodes));
         }
         if self.nodes & 0xFFF == 0 {
-            self.progress.fetch_add(0x1000, Ordering::Relaxed);
+            self.progress.nodes.fetch_add(0x1000, Ordering::Relaxed);
         }
         let key = Symmetries::canonical(keys);
         if let Some(win) = self.probe(key) {
@@ -611,7 +675,7 @@ impl Solver {
             // The full keys again for the children searched (few, before a
             // cut), rather than kept for every child.
             ordered.sort_unstable_by_key(|child| child.replies);
-            for &Child { mv, .. } in &ordered {
+            for (done, &Child { mv, .. }) in ordered.iter().enumerate() {
                 let mut child = *board;
                 child.play_unchecked(mv);
                 match self.search(&child, &symmetries.after(keys, mover, mv), ply + 1, symmetries) {
@@ -619,6 +683,7 @@ impl Solver {
                         win = true;
                         break;
                     }
+                    Ok(true) if ply == 0 && self.root_share != 0 => self.refuted_at_root(done + 1, ordered.len()),
                     Ok(true) => {}
                     Err(e) => {
                         self.scratch[ply] = ordered;

@@ -534,6 +534,36 @@ fn a_parallel_solve_agrees_with_the_serial_one() {
                 position.moves().into_iter().map(|mv| (mv, expected.winning_moves.contains(&mv))).collect();
             all.sort();
             assert_eq!(reported, all, "{position}: every root move reported once with its value");
+            let resolved = parallel.progress().resolved();
+            assert!((resolved - 1.0).abs() < 1e-6, "{position}: all of the solve resolved, not {resolved}");
         }
     }
+}
+
+/// The progress a long solve shows: a finished root move counts its share,
+/// the move being searched the share of the replies to it already refuted,
+/// and a solve cut off sooner never shows more than one cut off later (the
+/// search is deterministic, so the shorter run is a prefix of the longer).
+#[test]
+fn a_solve_reports_the_share_it_has_resolved() {
+    let position = Position::start(Size::new(6, 5).unwrap());
+    let roots = position.moves().len() as f64;
+    let mut solver = Solver::new(16);
+    let progress = solver.progress();
+    let mut seen = Vec::new();
+    let total = solver.solve_each(&position, u64::MAX, |_, _| seen.push(progress.resolved())).unwrap().nodes;
+    for (i, resolved) in seen.iter().enumerate() {
+        assert!((resolved - (i + 1) as f64 / roots).abs() < 1e-9, "after root move {i}: {resolved}");
+    }
+    let (mut last, mut within_a_move) = (0.0, false);
+    for step in 1..20 {
+        let mut solver = Solver::new(16);
+        let limit = total * step / 20;
+        assert!(solver.solve_within(&position, limit).is_err(), "{limit} of {total} nodes is not enough");
+        let resolved = solver.progress().resolved();
+        assert!((last..1.0).contains(&resolved), "cut at {limit} nodes: {resolved} after {last}");
+        within_a_move |= (resolved * roots).fract() > 1e-6;
+        last = resolved;
+    }
+    assert!(within_a_move, "some cut fell inside a root move and counted its refuted replies");
 }
