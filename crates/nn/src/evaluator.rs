@@ -1,5 +1,6 @@
 //! The network as a batched [`Evaluator`] for the search.
 
+use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use konane_mcts::evaluator::{EvalError, check_outputs};
 use konane_mcts::{Batch, Evaluator};
@@ -61,12 +62,15 @@ impl NetEvaluator {
     }
 
     /// The evaluator a run on `backend` searches with: the native kernels
-    /// for flex (the default backend), burn itself for ndarray, so that a
-    /// run on ndarray is burn-ndarray end to end.
+    /// for native and flex, burn itself for ndarray and the GPU backends,
+    /// so that such a run is that backend end to end.
     pub fn for_backend(net: &Net, backend: Backend) -> NetEvaluator {
         match backend {
             Backend::Native | Backend::Flex => NetEvaluator::native(net),
-            Backend::Ndarray => NetEvaluator::new(net.clone(), backend.device()),
+            Backend::Ndarray | Backend::Wgpu | Backend::Cuda => {
+                let device = backend.device();
+                NetEvaluator::new(net.clone().to_device(&device), device)
+            }
         }
     }
 

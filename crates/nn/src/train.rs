@@ -209,7 +209,7 @@ pub struct Learner {
 }
 
 enum Engine {
-    /// burn's autodiff on flex or ndarray.
+    /// burn's autodiff on flex, ndarray or a GPU backend.
     Burn(Box<BurnLearner>),
     /// konane's own kernels ([`NativeLearner`]).
     Native(Box<NativeLearner>),
@@ -221,7 +221,9 @@ impl Learner {
     pub fn new(net: Net, backend: Backend, settings: LearnerConfig) -> Learner {
         let engine = match backend {
             Backend::Native => Engine::Native(Box::new(NativeLearner::new(&net, settings))),
-            Backend::Flex | Backend::Ndarray => Engine::Burn(Box::new(BurnLearner::new(net, backend, settings))),
+            Backend::Flex | Backend::Ndarray | Backend::Wgpu | Backend::Cuda => {
+                Engine::Burn(Box::new(BurnLearner::new(net, backend, settings)))
+            }
         };
         Learner { engine }
     }

@@ -78,7 +78,8 @@ pub struct TrainConfig {
     pub iterations: u64,
     /// Worker threads for self-play and evaluation; 0 = every core.
     pub threads: usize,
-    /// `flex` (fast) or `ndarray` (deprecated in burn 0.22, slow).
+    /// What trains and runs the network ([`Backend`]): `native`, `flex`,
+    /// `ndarray`, or `wgpu` / `cuda` in builds with those features.
     pub backend: Backend,
     /// Board sizes (`"6x6"`); games are dealt round-robin over a mix.
     pub sizes: Vec<Size>,
