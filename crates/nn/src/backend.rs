@@ -220,7 +220,7 @@ mod gpu {
         }));
         std::panic::set_hook(quiet);
         match sum {
-            Ok(Ok(sum)) if sum == 6.0 => Ok(device),
+            Ok(Ok(6.0)) => Ok(device),
             Ok(Ok(sum)) => Err(format!("a test sum on the device gave {sum}, not 6")),
             Ok(Err(e)) => Err(format!("reading a test sum back failed: {e:?}")),
             Err(panic) => Err(panic
