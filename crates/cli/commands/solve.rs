@@ -142,15 +142,13 @@ fn read_journal(path: &Path) -> anyhow::Result<(Vec<JournalEntry>, u64)> {
 /// progress line says it: the time so far scaled by the unresolved share.
 fn remaining(resolved: f64, seconds: f64) -> String {
     let resolved = resolved.clamp(0.0, 1.0);
-    let left = if resolved > 0.0 {
-        let left = seconds * (1.0 - resolved) / resolved;
-        match left {
-            s if s < 120.0 => format!("{s:.0}s"),
-            s if s < 7200.0 => format!("{:.0} min", s / 60.0),
-            s => format!("{:.1} h", s / 3600.0),
-        }
-    } else {
-        "unknown".into()
+    if resolved == 0.0 {
+        return "resolved 0.0%, time left not known yet".into();
+    }
+    let left = match seconds * (1.0 - resolved) / resolved {
+        s if s < 120.0 => format!("{s:.0}s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
     };
     format!("resolved {:.1}%, roughly {left} left", 100.0 * resolved)
 }
