@@ -234,6 +234,12 @@ impl Progress {
         self.nodes.load(Ordering::Relaxed)
     }
 
+    /// A new solve of a position with `moves` root moves: nothing resolved
+    /// yet, unless there is nothing to resolve.
+    fn start(&self, moves: usize) {
+        self.resolved.store(if moves == 0 { Progress::ONE } else { 0 }, Ordering::Relaxed);
+    }
+
     /// The share of the current solve resolved so far, 0 to 1: the root's
     /// moves, with each move in progress counted by the replies to it
     /// already refuted. Replies differ in cost, so it is a rough measure
@@ -412,8 +418,7 @@ impl Solver {
         self.node_limit = node_limit;
         let mut winning_moves = Vec::new();
         let moves = position.moves();
-        // A position without moves is resolved before it starts.
-        self.progress.resolved.store(if moves.is_empty() { Progress::ONE } else { 0 }, Ordering::Relaxed);
+        self.progress.start(moves.len());
         for (i, &mv) in moves.iter().enumerate() {
             let mut child = *position;
             child.play_unchecked(mv);
@@ -467,7 +472,7 @@ impl Solver {
             });
             class_of.push(index);
         }
-        self.progress.resolved.store(if moves.is_empty() { Progress::ONE } else { 0 }, Ordering::Relaxed);
+        self.progress.start(moves.len());
         let next = AtomicUsize::new(0);
         // Per class: 0 not yet solved, 1 the child wins, 2 it is lost.
         let lost: Vec<AtomicU8> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
