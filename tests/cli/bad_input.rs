@@ -97,6 +97,7 @@ fn every_number_has_a_range() {
         (&["solve", "6x6", "--table-bits", "30"][..], &["--table-bits", "10..=29"][..]),
         (&["solve", "6x6", "--table-gib", "17"], &["--table-gib", "0.001 to 16"]),
         (&["solve", "6x6", "--table-gib", "nan"], &["--table-gib", "0.001 to 16"]),
+        (&["solve", "6x6", "--policy-plies", "41"], &["--policy-plies", "1..=40"]),
         (&["accuracy", "--players", "random", "--positions", "1000000000000"], &["--positions", "1..=100000"]),
         (&["bench-net", "--batches", "100000000"], &["--batches", "1..=4096"]),
         (&["bench-net", "--seconds", "nan"], &["--seconds", "at most 3600"]),

@@ -30,7 +30,7 @@ fn solves_a_board_as_minimax_does_and_folding_symmetries_saves_nodes() {
     expected.sort();
     let mut nodes = Vec::new();
     for extra in [&[][..], &["--no-symmetry"], &["--table-gib", "0.01"]] {
-        let output = konane(&[&["solve", "4x4"][..], extra].concat());
+        let output = konane(&[&["solve", "4x4", "--no-policy"][..], extra].concat());
         let (stdout, stderr) = text(&output);
         assert!(output.status.success(), "{extra:?}: {stderr}");
         let value = field(&stdout, "value:");
@@ -44,6 +44,30 @@ fn solves_a_board_as_minimax_does_and_folding_symmetries_saves_nodes() {
     }
     // The four corner openings (and the centre ones) are one class.
     assert!(nodes[0] < nodes[1], "folded {} nodes, plain {}", nodes[0], nodes[1]);
+}
+
+/// By default the shipped network's policy orders the moves near the root;
+/// `--policy` names another network and `--policy-plies` its depth, and
+/// `--no-policy` orders by fewest replies alone. The value and winning moves
+/// are the same every way, the report counts the network's calls, and a
+/// network that does not load is an error naming the flag.
+#[test]
+fn a_policy_orders_the_search_without_changing_its_answer() {
+    let plain = konane(&["solve", "5x6", "--no-policy"]);
+    let (plain, stderr) = text(&plain);
+    assert!(!plain.contains("policy:"), "{plain}{stderr}");
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/checkpoints/konane");
+    for extra in [&[][..], &["--policy", model, "--policy-plies", "3"]] {
+        let output = konane(&[&["solve", "5x6"][..], extra].concat());
+        let (stdout, stderr) = text(&output);
+        assert!(output.status.success(), "{extra:?}: {stderr}");
+        for key in ["value:", "winning:"] {
+            assert_eq!(field(&stdout, key), field(&plain, key), "{extra:?}: {key}");
+        }
+        let calls: u64 = field(&stdout, "policy:").split_whitespace().next().unwrap().parse().unwrap();
+        assert!(calls > 0, "{extra:?}: {stdout}");
+    }
+    fails_with(&konane(&["solve", "5x6", "--policy", "no/such/model"]), &["--policy", "no/such/model"]);
 }
 
 /// `--save` keeps a journal of the expensive results; `--resume` reads it

@@ -16,12 +16,16 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use konane_rules::solver::JournalEntry;
-use konane_rules::{Move, Position, Solver, proof};
+use konane_mcts::{Batch, Evaluator};
+use konane_nn::player::load_model;
+use konane_nn::{Backend, NetEvaluator, shipped};
+use konane_rules::solver::{JournalEntry, MoveOrder};
+use konane_rules::{Move, Position, Size, Solver, proof};
 use serde::{Deserialize, Serialize};
 
 use super::{human, parse_board};
@@ -69,6 +73,21 @@ pub struct Args {
     /// one per core; 1 gives the same node count every run).
     #[arg(long, value_parser = super::parse_threads)]
     threads: Option<usize>,
+    /// The network whose policy orders the moves near the root (a network
+    /// file or a model directory such as `checkpoints/konane`); default: the
+    /// shipped network for the board.
+    #[arg(long, value_name = "MODEL", conflicts_with = "verify")]
+    policy: Option<String>,
+    /// Order every move by fewest replies, without a network.
+    #[arg(long, conflicts_with_all = ["policy", "policy_plies"])]
+    no_policy: bool,
+    /// Plies below the root's moves (1 to 40) whose moves the policy orders;
+    /// default: a third of the board's cells. More plies search fewer nodes
+    /// but call the network more often: 6x6 took 9.2 M nodes by fewest
+    /// replies, 3.1 M with 12 plies and 1.6 M with 24, where the calls cost
+    /// 40 times the search.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=40))]
+    policy_plies: Option<u32>,
     /// Results that took at least this many nodes go to the journal.
     #[arg(long, default_value_t = 1 << 20, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
     journal_min_work: u64,
@@ -220,6 +239,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         });
     }
 
+    let policy = if args.no_policy { None } else { Some(order_by_policy(&mut solver, &args, size)?) };
     let progress = solver.progress();
     let done = AtomicBool::new(false);
     let roots = position.moves().len();
@@ -267,6 +287,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         solver.table_bytes() >> 20,
         if symmetry { "" } else { ", symmetry off" }
     );
+    if let Some((calls, plies)) = &policy {
+        report.push_str(&format!(
+            "policy: {} network calls over the first {plies} plies\n",
+            calls.load(Ordering::Relaxed)
+        ));
+    }
     if args.replies {
         let values = move_values(&mut solver, &position)?;
         report.push_str(&replies_text(&position, &values));
@@ -301,6 +327,55 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// `DIR/result.txt`, written atomically: the position and the report.
+/// Gives `solver` the move order of `--policy` (the shipped network by
+/// default) for `--policy-plies`: the count of its network calls, and the
+/// plies.
+fn order_by_policy(solver: &mut Solver, args: &Args, size: Size) -> anyhow::Result<(Arc<AtomicU64>, u32)> {
+    let device = Backend::Native.device();
+    let (net, file) = match &args.policy {
+        Some(model) => {
+            let (net, _, file) = load_model(model, &device, 1).with_context(|| format!("--policy {model}"))?;
+            (net, file)
+        }
+        None => {
+            let shipped = shipped::load_for(size, &device).context("the shipped network")?;
+            let label = shipped.label();
+            (shipped.net, label)
+        }
+    };
+    let plies = args.policy_plies.unwrap_or((size.cells() / 3).clamp(1, 40) as u32);
+    let calls = Arc::default();
+    let order = PolicyOrder { evaluator: NetEvaluator::native(&net), batch: Batch::new(), calls: Arc::clone(&calls) };
+    solver.set_move_order(plies as usize, Arc::new(Mutex::new(order)));
+    eprintln!("ordering the moves of the first {plies} plies by the policy of {file}");
+    Ok((calls, plies))
+}
+
+/// The solver's [`MoveOrder`] from a network's policy: the moves with the
+/// highest priors first. A network that fails leaves the solver's order.
+struct PolicyOrder {
+    evaluator: NetEvaluator,
+    batch: Batch,
+    /// Network calls made, for the report.
+    calls: Arc<AtomicU64>,
+}
+
+impl MoveOrder for PolicyOrder {
+    fn score(&mut self, position: &Position, moves: &[Move], scores: &mut Vec<f32>) -> bool {
+        self.batch.clear();
+        self.batch.push(*position);
+        if self.evaluator.evaluate(&mut self.batch).is_err() {
+            return false;
+        }
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        // The priors follow `legal_moves`' order; the solver's may differ.
+        let legal = position.moves();
+        let (_, priors) = self.batch.output(0);
+        scores.extend(moves.iter().map(|mv| legal.iter().position(|m| m == mv).map_or(0.0, |i| priors[i])));
+        true
+    }
+}
+
 fn save_result(dir: Option<&Path>, position: &Position, report: &str) -> anyhow::Result<()> {
     if let Some(dir) = dir {
         let path = dir.join(RESULT_FILE);

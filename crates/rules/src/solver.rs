@@ -182,6 +182,17 @@ pub struct JournalEntry {
     pub work: u64,
 }
 
+/// A second opinion on which moves to try first, for the nodes near the
+/// root, where a winning move found first saves the most work: a trained
+/// network's policy (`konane solve --policy`). The rules crate knows no
+/// networks, so the caller brings the scores.
+pub trait MoveOrder: Send {
+    /// Scores each of `moves`, the moves of `position`, into `scores` (one
+    /// each, in order; higher is tried sooner). False keeps the solver's
+    /// own order (fewest replies first).
+    fn score(&mut self, position: &Position, moves: &[Move], scores: &mut Vec<f32>) -> bool;
+}
+
 /// Where [`Solver`] sends the results that cost at least `min_work`
 /// nodes; the sink returns false to stop the solve (its storage failed).
 type JournalSink = Box<dyn FnMut(JournalEntry) -> bool + Send>;
@@ -191,6 +202,8 @@ type JournalSink = Box<dyn FnMut(JournalEntry) -> bool + Send>;
 struct Child {
     /// The opponent's number of replies after the move.
     replies: u32,
+    /// Its [`MoveOrder`] score, where one orders the node.
+    score: f32,
     mv: Move,
     /// The table key of the position after it.
     key: (u64, u32),
@@ -212,6 +225,11 @@ pub struct Solver {
     /// How much of `root_share` has been added to the progress so far.
     root_added: u64,
     journal: Option<(u64, Arc<Mutex<JournalSink>>)>,
+    /// The plies below the searched position whose moves `order` sorts.
+    move_order: Option<(usize, Arc<Mutex<dyn MoveOrder>>)>,
+    /// Scratch for the move order's calls.
+    order_moves: Vec<Move>,
+    order_scores: Vec<f32>,
 }
 
 /// How far a solve has got, read by another thread while it runs.
@@ -305,6 +323,9 @@ impl Solver {
             root_share: 0,
             root_added: 0,
             journal: None,
+            move_order: None,
+            order_moves: Vec::new(),
+            order_scores: Vec::new(),
         })
     }
 
@@ -314,6 +335,13 @@ impl Solver {
     /// [`Unsolved`]).
     pub fn set_journal(&mut self, min_work: u64, sink: impl FnMut(JournalEntry) -> bool + Send + 'static) {
         self.journal = Some((min_work, Arc::new(Mutex::new(Box::new(sink)))));
+    }
+
+    /// Orders the moves of the positions fewer than `plies` below the one
+    /// searched (the root's moves' children are ply 0) by `order` instead of
+    /// by their replies. Threads of a parallel solve share it.
+    pub fn set_move_order(&mut self, plies: usize, order: Arc<Mutex<dyn MoveOrder>>) {
+        self.move_order = Some((plies, order));
     }
 
     /// Puts a result of an earlier solve (with the same symmetry setting)
@@ -527,6 +555,9 @@ impl Solver {
             root_share: 0,
             root_added: 0,
             journal: self.journal.clone(),
+            move_order: self.move_order.clone(),
+            order_moves: Vec::new(),
+            order_scores: Vec::new(),
         }
     }
 
@@ -615,6 +646,30 @@ impl Solver {
         }
     }
 
+    /// Gives the children their [`MoveOrder`] scores, if one orders `ply`.
+    fn scored<B: Bits>(&mut self, board: &Board<B>, ply: usize, children: &mut [Child]) -> bool {
+        let Some((plies, order)) = &self.move_order else { return false };
+        if ply >= *plies || children.len() < 2 {
+            return false;
+        }
+        let position = Position::from_fn(board.size(), board.side_to_move(), |cell| board.stone_at(cell));
+        self.order_moves.clear();
+        self.order_moves.extend(children.iter().map(|child| child.mv));
+        self.order_scores.clear();
+        let scored = order.lock().unwrap_or_else(PoisonError::into_inner).score(
+            &position,
+            &self.order_moves,
+            &mut self.order_scores,
+        );
+        if !scored || self.order_scores.len() != children.len() {
+            return false;
+        }
+        for (child, &score) in children.iter_mut().zip(&self.order_scores) {
+            child.score = score;
+        }
+        true
+    }
+
     fn wins_board<B: Bits>(&mut self, board: &Board<B>) -> Result<bool, Unsolved> {
         // The search borrows the maps while it changes the table and scratch.
         let symmetries = self.symmetries.take().expect("set by wins");
@@ -664,7 +719,7 @@ impl Solver {
         for &mv in &moves {
             let child_key = Symmetries::canonical(&symmetries.after(keys, mover, mv));
             self.prefetch(child_key.0);
-            ordered.push(Child { replies: 0, mv, key: child_key });
+            ordered.push(Child { replies: 0, score: 0.0, mv, key: child_key });
         }
         let mut win = false;
         for child_entry in &mut ordered {
@@ -679,7 +734,11 @@ impl Solver {
         if !win {
             // The full keys again for the children searched (few, before a
             // cut), rather than kept for every child.
-            ordered.sort_unstable_by_key(|child| child.replies);
+            if self.scored(board, ply, &mut ordered) {
+                ordered.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.replies.cmp(&b.replies)));
+            } else {
+                ordered.sort_unstable_by_key(|child| child.replies);
+            }
             for (done, &Child { mv, .. }) in ordered.iter().enumerate() {
                 let mut child = *board;
                 child.play_unchecked(mv);
