@@ -25,6 +25,9 @@ use crate::position::{BoardVisitor, Position};
 use crate::symmetry::Symmetry;
 use crate::zobrist;
 
+/// The plies below a root move whose nodes the progress estimate follows.
+const PROGRESS_PLIES: usize = 24;
+
 /// The exact value of a position.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Solution {
@@ -224,6 +227,12 @@ pub struct Solver {
     root_share: u64,
     /// How much of `root_share` has been added to the progress so far.
     root_added: u64,
+    /// Below the root move being searched, for the first [`PROGRESS_PLIES`]
+    /// plies of the current line: how many of each node's children are
+    /// resolved, of how many (the progress estimate's input).
+    path: [(u32, u32); PROGRESS_PLIES],
+    /// The plies of `path` that belong to the current line.
+    path_len: usize,
     journal: Option<(u64, Arc<Mutex<JournalSink>>)>,
     /// The plies below the searched position whose moves `order` sorts.
     move_order: Option<(usize, Arc<Mutex<dyn MoveOrder>>)>,
@@ -239,7 +248,7 @@ pub struct Progress {
     nodes: AtomicU64,
     /// The root's moves resolved, in units of [`Progress::ONE`] for all of
     /// them: a finished move counts whole, the move being searched by the
-    /// share of the opponent's replies already refuted.
+    /// share of its tree its search has resolved (see `publish_progress`).
     resolved: AtomicU64,
 }
 
@@ -259,9 +268,11 @@ impl Progress {
     }
 
     /// The share of the current solve resolved so far, 0 to 1: the root's
-    /// moves, with each move in progress counted by the replies to it
-    /// already refuted. Replies differ in cost, so it is a rough measure
-    /// of the work done, good for an order of magnitude of the time left.
+    /// moves, with each move in progress counted by the share of its tree
+    /// resolved along the line being searched (every child of a node taken
+    /// as the same work). Subtrees differ in cost, and a won node may need
+    /// only its first child, so it is a rough measure of the work done,
+    /// good for an order of magnitude of the time left.
     pub fn resolved(&self) -> f64 {
         self.resolved.load(Ordering::Relaxed) as f64 / Progress::ONE as f64
     }
@@ -322,6 +333,8 @@ impl Solver {
             progress: Arc::default(),
             root_share: 0,
             root_added: 0,
+            path: [(0, 0); PROGRESS_PLIES],
+            path_len: 0,
             journal: None,
             move_order: None,
             order_moves: Vec::new(),
@@ -401,7 +414,7 @@ impl Solver {
 
     /// Searches root move `child` as standing for `share` of the solve.
     fn wins_root_move(&mut self, child: &Position, share: u64) -> Result<bool, Unsolved> {
-        (self.root_share, self.root_added) = (share, 0);
+        (self.root_share, self.root_added, self.path_len) = (share, 0, 0);
         let result = self.wins(child);
         if result.is_ok() {
             self.progress.resolved.fetch_add(share - self.root_added, Ordering::Relaxed);
@@ -410,10 +423,20 @@ impl Solver {
         result
     }
 
-    /// Notes that `done` of the `of` replies to the root move being
-    /// searched are refuted.
-    fn refuted_at_root(&mut self, done: usize, of: usize) {
-        let target = self.root_share * done as u64 / of as u64;
+    /// Adds to the progress the share of the root move being searched that
+    /// the current line shows resolved: at each node of the line, the
+    /// children already resolved, plus the share of the one being searched
+    /// (Knuth's estimate of a tree's progress, every child taken as the
+    /// same work). A won node may end after its first child, so the estimate
+    /// runs low, but it only grows as the search goes on, and a root move
+    /// whose first replies are all one long search still moves it.
+    fn publish_progress(&mut self) {
+        let (mut total, mut scale) = (0.0, self.root_share as f64);
+        for &(done, of) in &self.path[..self.path_len] {
+            total += scale * f64::from(done) / f64::from(of);
+            scale /= f64::from(of);
+        }
+        let target = (total as u64).clamp(self.root_added, self.root_share);
         self.progress.resolved.fetch_add(target - self.root_added, Ordering::Relaxed);
         self.root_added = target;
     }
@@ -554,6 +577,8 @@ impl Solver {
             progress: Arc::clone(&self.progress),
             root_share: 0,
             root_added: 0,
+            path: [(0, 0); PROGRESS_PLIES],
+            path_len: 0,
             journal: self.journal.clone(),
             move_order: self.move_order.clone(),
             order_moves: Vec::new(),
@@ -697,6 +722,9 @@ impl Solver {
         }
         if self.nodes & 0xFFF == 0 {
             self.progress.nodes.fetch_add(0x1000, Ordering::Relaxed);
+            if self.root_share != 0 {
+                self.publish_progress();
+            }
         }
         let key = Symmetries::canonical(keys);
         if let Some(win) = self.probe(key) {
@@ -739,7 +767,12 @@ impl Solver {
             } else {
                 ordered.sort_unstable_by_key(|child| child.replies);
             }
+            let tracked = ply < PROGRESS_PLIES && self.root_share != 0;
             for (done, &Child { mv, .. }) in ordered.iter().enumerate() {
+                if tracked {
+                    self.path[ply] = (done as u32, ordered.len() as u32);
+                    self.path_len = ply + 1;
+                }
                 let mut child = *board;
                 child.play_unchecked(mv);
                 match self.search(&child, &symmetries.after(keys, mover, mv), ply + 1, symmetries) {
@@ -747,11 +780,17 @@ impl Solver {
                         win = true;
                         break;
                     }
-                    Ok(true) if ply == 0 && self.root_share != 0 => self.refuted_at_root(done + 1, ordered.len()),
                     Ok(true) => {}
                     Err(e) => {
                         self.scratch[ply] = ordered;
                         return Err(e);
+                    }
+                }
+                if tracked {
+                    self.path[ply] = (done as u32 + 1, ordered.len() as u32);
+                    self.path_len = ply + 1;
+                    if ply == 0 {
+                        self.publish_progress();
                     }
                 }
             }
