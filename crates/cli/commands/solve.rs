@@ -326,7 +326,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `DIR/result.txt`, written atomically: the position and the report.
 /// Gives `solver` the move order of `--policy` (the shipped network by
 /// default) for `--policy-plies`: the count of its network calls, and the
 /// plies.
@@ -376,6 +375,7 @@ impl MoveOrder for PolicyOrder {
     }
 }
 
+/// `DIR/result.txt`, written atomically: the position and the report.
 fn save_result(dir: Option<&Path>, position: &Position, report: &str) -> anyhow::Result<()> {
     if let Some(dir) = dir {
         let path = dir.join(RESULT_FILE);
