@@ -367,11 +367,10 @@ impl MoveOrder for PolicyOrder {
             return false;
         }
         self.calls.fetch_add(1, Ordering::Relaxed);
-        // The priors follow `legal_moves`' order; the solver's may differ.
-        let legal = position.moves();
+        // Priors and moves both follow `legal_moves`' order.
         let (_, priors) = self.batch.output(0);
-        scores.extend(moves.iter().map(|mv| legal.iter().position(|m| m == mv).map_or(0.0, |i| priors[i])));
-        true
+        scores.extend_from_slice(priors);
+        priors.len() == moves.len()
     }
 }
 

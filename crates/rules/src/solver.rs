@@ -190,9 +190,10 @@ pub struct JournalEntry {
 /// network's policy (`konane solve --policy`). The rules crate knows no
 /// networks, so the caller brings the scores.
 pub trait MoveOrder: Send {
-    /// Scores each of `moves`, the moves of `position`, into `scores` (one
-    /// each, in order; higher is tried sooner). False keeps the solver's
-    /// own order (fewest replies first).
+    /// Scores each of `moves` into `scores` (one each, in order; higher is
+    /// tried sooner). `moves` are the moves of `position` in the order
+    /// [`Position::legal_moves`] lists them. False keeps the solver's own
+    /// order (fewest replies first).
     fn score(&mut self, position: &Position, moves: &[Move], scores: &mut Vec<f32>) -> bool;
 }
 
@@ -768,11 +769,11 @@ impl Solver {
                 ordered.sort_unstable_by_key(|child| child.replies);
             }
             let tracked = ply < PROGRESS_PLIES && self.root_share != 0;
+            if tracked {
+                self.path[ply] = (0, ordered.len() as u32);
+                self.path_len = ply + 1;
+            }
             for (done, &Child { mv, .. }) in ordered.iter().enumerate() {
-                if tracked {
-                    self.path[ply] = (done as u32, ordered.len() as u32);
-                    self.path_len = ply + 1;
-                }
                 let mut child = *board;
                 child.play_unchecked(mv);
                 match self.search(&child, &symmetries.after(keys, mover, mv), ply + 1, symmetries) {
@@ -787,7 +788,8 @@ impl Solver {
                     }
                 }
                 if tracked {
-                    self.path[ply] = (done as u32 + 1, ordered.len() as u32);
+                    // The child's search moved the line deeper; it is back here.
+                    self.path[ply].0 = done as u32 + 1;
                     self.path_len = ply + 1;
                     if ply == 0 {
                         self.publish_progress();

@@ -6,6 +6,8 @@
 //! deterministic; failures are not persisted to files.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use konane_rules::naive::Naive;
 use konane_rules::solver::{MoveOrder, Solver, minimax_wins};
@@ -523,7 +525,7 @@ fn a_parallel_solve_agrees_with_the_serial_one() {
             let expected = serial.solve(position);
             let mut parallel = Solver::new(14);
             parallel.set_symmetry(symmetry);
-            let reported = std::sync::Mutex::new(Vec::new());
+            let reported = Mutex::new(Vec::new());
             let solution = parallel
                 .solve_each_parallel(position, 2, |mv, lost| reported.lock().unwrap().push((mv, lost)))
                 .unwrap();
@@ -576,12 +578,12 @@ fn a_solve_reports_the_share_it_has_resolved() {
 /// puts the winning moves first, otherwise last.
 struct Oracle {
     best: bool,
-    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    calls: Arc<AtomicUsize>,
 }
 
 impl MoveOrder for Oracle {
     fn score(&mut self, position: &Position, moves: &[Move], scores: &mut Vec<f32>) -> bool {
-        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
         scores.extend(moves.iter().map(|&mv| {
             let mut child = *position;
             child.play_unchecked(mv);
@@ -603,23 +605,23 @@ fn a_move_order_changes_the_work_but_not_the_values() {
         let expected = Solver::new(14).solve(&position);
         let mut nodes = Vec::new();
         for best in [true, false] {
-            let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let calls = Arc::new(AtomicUsize::new(0));
             let mut solver = Solver::new(14);
-            let order = Oracle { best, calls: std::sync::Arc::clone(&calls) };
-            solver.set_move_order(4, std::sync::Arc::new(std::sync::Mutex::new(order)));
+            let order = Oracle { best, calls: Arc::clone(&calls) };
+            solver.set_move_order(4, Arc::new(Mutex::new(order)));
             let solution = solver.solve(&position);
             assert_eq!((solution.win, &solution.winning_moves), (expected.win, &expected.winning_moves), "{size}");
-            assert!(calls.load(std::sync::atomic::Ordering::Relaxed) > 0, "{size}: the order was asked");
+            assert!(calls.load(Ordering::Relaxed) > 0, "{size}: the order was asked");
             nodes.push(solution.nodes);
         }
         assert!(nodes[0] < nodes[1], "{size}: winning moves first searched {} nodes, last {}", nodes[0], nodes[1]);
         // One ply: only the positions right after the root's moves.
-        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let calls = Arc::new(AtomicUsize::new(0));
         let mut solver = Solver::new(14);
-        let order = Oracle { best: true, calls: std::sync::Arc::clone(&calls) };
-        solver.set_move_order(1, std::sync::Arc::new(std::sync::Mutex::new(order)));
+        let order = Oracle { best: true, calls: Arc::clone(&calls) };
+        solver.set_move_order(1, Arc::new(Mutex::new(order)));
         solver.solve(&position);
-        let calls = calls.load(std::sync::atomic::Ordering::Relaxed);
+        let calls = calls.load(Ordering::Relaxed);
         assert!((1..=position.moves().len()).contains(&calls), "{size}: {calls} calls for one ply");
     }
 }
