@@ -69,8 +69,9 @@ pub struct Args {
     /// naive rules instead of solving, and print what it shows.
     #[arg(long, conflicts_with_all = ["board", "resume", "save", "no_symmetry", "replies", "no_proof", "threads"])]
     verify: Option<PathBuf>,
-    /// Threads sharing the table, each solving distinct root moves (default:
-    /// one per core; 1 gives the same node count every run).
+    /// Threads sharing the table: each takes distinct root moves, and
+    /// those left without one split the trees still being searched
+    /// (default: one per core; 1 gives the same node count every run).
     #[arg(long, value_parser = super::parse_threads)]
     threads: Option<usize>,
     /// The network whose policy orders the moves near the root (a network
@@ -244,6 +245,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let done = AtomicBool::new(false);
     let roots = position.moves().len();
     let solved_roots = AtomicUsize::new(0);
+    let threads = args.threads.unwrap_or_else(super::cores);
     let solution = std::thread::scope(|scope| {
         scope.spawn(|| {
             let mut last = Instant::now();
@@ -263,7 +265,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         });
-        let solution = solver.solve_each_parallel(&position, args.threads.unwrap_or_else(super::cores), |mv, wins| {
+        let solution = solver.solve_each_parallel(&position, threads, |mv, wins| {
             let done = solved_roots.fetch_add(1, Ordering::Relaxed) + 1;
             // A long solve tells each root move's value as soon as it is known.
             if start.elapsed() >= Duration::from_secs(10) {
@@ -294,7 +296,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ));
     }
     if args.replies {
-        let values = move_values(&mut solver, &position)?;
+        let values = move_values(&mut solver, &position, threads)?;
         report.push_str(&replies_text(&position, &values));
     }
     // The result is out before the proof, which can take longer than the solve.
@@ -387,14 +389,14 @@ fn save_result(dir: Option<&Path>, position: &Position, report: &str) -> anyhow:
 /// Each move of `position` (sorted) with its value and the opponent's
 /// winning replies, from the solver (its table answers most of it after
 /// the solve).
-fn move_values(solver: &mut Solver, position: &Position) -> anyhow::Result<Vec<proof::MoveValue>> {
+fn move_values(solver: &mut Solver, position: &Position, threads: usize) -> anyhow::Result<Vec<proof::MoveValue>> {
     let mut moves: Vec<Move> = position.moves().into_iter().collect();
     moves.sort_unstable();
     let mut values = Vec::new();
     for mv in moves {
         let mut child = *position;
         child.play_unchecked(mv);
-        let mut answer = solver.solve_within(&child, u64::MAX).context("the replies")?;
+        let mut answer = solver.solve_each_parallel(&child, threads, |_, _| {}).context("the replies")?;
         answer.winning_moves.sort_unstable();
         values.push(proof::MoveValue { mv, wins: !answer.win, winning_replies: answer.winning_moves });
     }

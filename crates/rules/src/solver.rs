@@ -14,7 +14,7 @@
 //! share one entry. A second, independent 32-bit hash of the same image
 //! must match too, so a false hit needs 96 bits to collide.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::bits::Bits;
@@ -28,6 +28,49 @@ use crate::zobrist;
 /// The plies below a root move whose nodes the progress estimate follows.
 const PROGRESS_PLIES: usize = 24;
 
+/// The plies below a root move whose nodes the threads of a parallel
+/// solve tell each other they are searching (see [`Busy`]). Deeper
+/// subtrees are too small to be worth a shared counter's traffic.
+const SHARED_PLIES: usize = 20;
+
+/// The nodes the threads of a parallel solve are searching, counted per
+/// table hash (a few hundred at a time in 2^16 counters, so a false
+/// "busy" is rare and only reorders a search). A thread defers a child
+/// that another is searching to after its other children, except a
+/// node's first (ABDADA, Weill 1996): two threads on one root move then
+/// follow the same line down to where the first is searching a later
+/// child, and there split the siblings between them, the table passing
+/// each one's results to the other.
+struct Busy(Box<[AtomicU32]>);
+
+impl Busy {
+    const BITS: u32 = 16;
+
+    fn new() -> Busy {
+        Busy((0..1 << Self::BITS).map(|_| AtomicU32::new(0)).collect())
+    }
+
+    fn counter(&self, hash: u64) -> &AtomicU32 {
+        &self.0[(hash >> (64 - Self::BITS)) as usize]
+    }
+
+    fn is_busy(&self, hash: u64) -> bool {
+        self.counter(hash).load(Ordering::Relaxed) != 0
+    }
+}
+
+/// What ties a thread of a parallel solve to the others: the nodes being
+/// searched, and the root move classes solved (per class: 0 not yet,
+/// 1 the child wins, 2 it is lost), so that a thread stops searching a
+/// class another has just solved.
+#[derive(Clone)]
+struct Team {
+    busy: Arc<Busy>,
+    solved: Arc<[AtomicU8]>,
+    /// The class this thread is searching.
+    class: usize,
+}
+
 /// The exact value of a position.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Solution {
@@ -37,6 +80,9 @@ pub struct Solution {
     pub winning_moves: Vec<Move>,
     /// Positions searched.
     pub nodes: u64,
+    /// The threads that took part in the search: 1 for a serial solve;
+    /// in a parallel one, those that searched at least a node.
+    pub threads: usize,
 }
 
 /// One filed result, in a slot that several threads read and write
@@ -208,6 +254,9 @@ struct Child {
     replies: u32,
     /// Its [`MoveOrder`] score, where one orders the node.
     score: f32,
+    /// Put off until the node's other children are searched, because
+    /// another thread is searching it.
+    deferred: bool,
     mv: Move,
     /// The table key of the position after it.
     key: (u64, u32),
@@ -240,6 +289,14 @@ pub struct Solver {
     /// Scratch for the move order's calls.
     order_moves: Vec<Move>,
     order_scores: Vec<f32>,
+    /// The other threads, during a parallel solve.
+    team: Option<Team>,
+    /// In a parallel solve, the table keys of the current line's nodes at
+    /// the shared plies, to notice when another thread has solved one.
+    line: [(u64, u32); SHARED_PLIES],
+    /// The ply of the current line's node that another thread has solved,
+    /// and its value: the search unwinds to it and takes that value.
+    settled: Option<(usize, bool)>,
 }
 
 /// How far a solve has got, read by another thread while it runs.
@@ -340,6 +397,9 @@ impl Solver {
             move_order: None,
             order_moves: Vec::new(),
             order_scores: Vec::new(),
+            team: None,
+            line: [(0, 0); SHARED_PLIES],
+            settled: None,
         })
     }
 
@@ -483,15 +543,19 @@ impl Solver {
             }
             on_move(mv, lost);
         }
-        Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes })
+        Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes, threads: 1 })
     }
 
     /// As [`Solver::solve_each`] without a node limit, on `threads`
     /// threads that share the table: root moves that a symmetry of the
     /// position maps onto each other are solved once (with the table's
     /// symmetry folding on), and the threads take the distinct ones in turn.
-    /// One thread is exactly [`Solver::solve_each`]; with more, the node
-    /// count varies from run to run, the values do not.
+    /// A thread with no class left to take joins one still being searched,
+    /// the threads splitting its tree between them (see [`Busy`]), so that
+    /// a root with fewer classes than threads (a corner opening of a square
+    /// board has one) keeps every core at work. One thread is exactly
+    /// [`Solver::solve_each`]; with more, the node count varies from run to
+    /// run, the values do not.
     ///
     /// # Errors
     /// The journal's sink failed.
@@ -526,21 +590,53 @@ impl Solver {
         }
         self.progress.start(moves.len());
         let next = AtomicUsize::new(0);
-        // Per class: 0 not yet solved, 1 the child wins, 2 it is lost.
-        let lost: Vec<AtomicU8> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
+        let solved: Arc<[AtomicU8]> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
+        // The threads searching each class.
+        let searching: Vec<AtomicUsize> = (0..classes.len()).map(|_| AtomicUsize::new(0)).collect();
+        let team = Team { busy: Arc::new(Busy::new()), solved: Arc::clone(&solved), class: 0 };
         let work = |solver: &mut Solver| -> Result<u64, Unsolved> {
             solver.nodes = 0;
             solver.node_limit = u64::MAX;
             loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some(class) = classes.get(index) else { break };
+                // A class of its own first, then the unsolved class that the
+                // fewest threads are searching.
+                let (index, own) = match next.fetch_add(1, Ordering::Relaxed) {
+                    index if index < classes.len() => (index, true),
+                    _ => {
+                        let open = (0..classes.len())
+                            .filter(|&i| solved[i].load(Ordering::Relaxed) == 0)
+                            .min_by_key(|&i| searching[i].load(Ordering::Relaxed));
+                        let Some(index) = open else { break };
+                        (index, false)
+                    }
+                };
+                let class = &classes[index];
                 let mut child = *position;
                 child.play_unchecked(class[0]);
                 let share = Progress::ONE * class.len() as u64 / moves.len() as u64;
-                let child_lost = !solver.wins_root_move(&child, share)?;
-                lost[index].store(1 + u8::from(child_lost), Ordering::Relaxed);
-                for &mv in class {
-                    on_move(mv, child_lost);
+                searching[index].fetch_add(1, Ordering::Relaxed);
+                solver.team = Some(Team { class: index, ..team.clone() });
+                // The thread that took the class counts its progress.
+                let result = if own { solver.wins_root_move(&child, share) } else { solver.wins_root_move(&child, 0) };
+                solver.team = None;
+                searching[index].fetch_sub(1, Ordering::Relaxed);
+                match result {
+                    Ok(wins) => {
+                        let value = 1 + u8::from(!wins);
+                        if solved[index].compare_exchange(0, value, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                            for &mv in class {
+                                on_move(mv, !wins);
+                            }
+                        }
+                    }
+                    // The journal failed.
+                    Err(e) if solved[index].load(Ordering::Relaxed) == 0 => return Err(e),
+                    // Another thread solved the class first.
+                    Err(_) => {
+                        if own {
+                            solver.progress.resolved.fetch_add(share - solver.root_added, Ordering::Relaxed);
+                        }
+                    }
                 }
             }
             Ok(solver.nodes)
@@ -552,17 +648,19 @@ impl Solver {
             counts.extend(handles.into_iter().map(|h| h.join().expect("a solver thread panicked")));
             counts
         });
-        let mut nodes = 0;
+        let (mut nodes, mut searching_threads) = (0, 0);
         for count in counts {
-            nodes += count?;
+            let count = count?;
+            nodes += count;
+            searching_threads += usize::from(count > 0);
         }
         let winning_moves: Vec<Move> = moves
             .iter()
             .zip(&class_of)
-            .filter(|&(_, &class)| lost[class].load(Ordering::Relaxed) == 2)
+            .filter(|&(_, &class)| solved[class].load(Ordering::Relaxed) == 2)
             .map(|(&mv, _)| mv)
             .collect();
-        Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes })
+        Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes, threads: searching_threads })
     }
 
     /// Another solver on the same table (and progress counter and journal),
@@ -584,6 +682,9 @@ impl Solver {
             move_order: self.move_order.clone(),
             order_moves: Vec::new(),
             order_scores: Vec::new(),
+            team: self.team.clone(),
+            line: [(0, 0); SHARED_PLIES],
+            settled: None,
         }
     }
 
@@ -699,10 +800,12 @@ impl Solver {
     fn wins_board<B: Bits>(&mut self, board: &Board<B>) -> Result<bool, Unsolved> {
         // The search borrows the maps while it changes the table and scratch.
         let symmetries = self.symmetries.take().expect("set by wins");
+        let busy = self.team.as_ref().map(|team| Arc::clone(&team.busy));
+        let busy = busy.as_deref();
         let result = match symmetries.count {
-            1 => self.search::<B, 1>(board, &symmetries.keys(board), 0, &symmetries),
-            4 => self.search::<B, 4>(board, &symmetries.keys(board), 0, &symmetries),
-            8 => self.search::<B, 8>(board, &symmetries.keys(board), 0, &symmetries),
+            1 => self.search::<B, 1>(board, &symmetries.keys(board), 0, &symmetries, busy),
+            4 => self.search::<B, 4>(board, &symmetries.keys(board), 0, &symmetries, busy),
+            8 => self.search::<B, 8>(board, &symmetries.keys(board), 0, &symmetries, busy),
             count => unreachable!("{count} symmetries"),
         };
         self.symmetries = Some(symmetries);
@@ -716,6 +819,7 @@ impl Solver {
         keys: &Keys<N>,
         ply: usize,
         symmetries: &Symmetries,
+        busy: Option<&Busy>,
     ) -> Result<bool, Unsolved> {
         self.nodes += 1;
         if self.nodes > self.node_limit {
@@ -726,11 +830,49 @@ impl Solver {
             if self.root_share != 0 {
                 self.publish_progress();
             }
+            if let Some(team) = &self.team {
+                if team.solved[team.class].load(Ordering::Relaxed) != 0 {
+                    // Another thread solved this root move: the search is moot.
+                    return Err(Unsolved(self.nodes));
+                }
+                // Or a node of the line above: unwind to it.
+                let settled = (0..ply.min(SHARED_PLIES)).find_map(|p| Some((p, self.probe(self.line[p])?)));
+                if settled.is_some() {
+                    self.settled = settled;
+                    return Err(Unsolved(self.nodes));
+                }
+            }
         }
         let key = Symmetries::canonical(keys);
         if let Some(win) = self.probe(key) {
             return Ok(win);
         }
+        let shared = busy.filter(|_| ply < SHARED_PLIES);
+        if let Some(shared) = shared {
+            self.line[ply] = key;
+            shared.counter(key.0).fetch_add(1, Ordering::Relaxed);
+        }
+        let result = self.expand(board, keys, key, ply, symmetries, busy);
+        if let Some(shared) = shared {
+            shared.counter(key.0).fetch_sub(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// The search of a node not in the table: its children, and its result
+    /// filed. `busy`: the nodes the other threads of a parallel solve are
+    /// searching (the threads share out the work at the first
+    /// [`SHARED_PLIES`] plies).
+    #[inline(always)]
+    fn expand<B: Bits, const N: usize>(
+        &mut self,
+        board: &Board<B>,
+        keys: &Keys<N>,
+        key: (u64, u32),
+        ply: usize,
+        symmetries: &Symmetries,
+        busy: Option<&Busy>,
+    ) -> Result<bool, Unsolved> {
         let start_nodes = self.nodes;
         if self.scratch.len() <= ply {
             self.scratch.resize_with(ply + 1, Vec::new);
@@ -748,7 +890,7 @@ impl Solver {
         for &mv in &moves {
             let child_key = Symmetries::canonical(&symmetries.after(keys, mover, mv));
             self.prefetch(child_key.0);
-            ordered.push(Child { replies: 0, score: 0.0, mv, key: child_key });
+            ordered.push(Child { replies: 0, score: 0.0, deferred: false, mv, key: child_key });
         }
         let mut win = false;
         for child_entry in &mut ordered {
@@ -773,26 +915,51 @@ impl Solver {
                 self.path[ply] = (0, ordered.len() as u32);
                 self.path_len = ply + 1;
             }
-            for (done, &Child { mv, .. }) in ordered.iter().enumerate() {
-                let mut child = *board;
-                child.play_unchecked(mv);
-                match self.search(&child, &symmetries.after(keys, mover, mv), ply + 1, symmetries) {
-                    Ok(false) => {
-                        win = true;
-                        break;
+            // With other threads: a first pass over the children that no
+            // other thread is searching (and the first child regardless),
+            // then a second over those put off.
+            let mut done = 0;
+            let busy_here = busy.filter(|_| ply < SHARED_PLIES);
+            'passes: for pass in 0..1 + usize::from(busy_here.is_some()) {
+                for i in 0..ordered.len() {
+                    let Child { mv, key: child_key, deferred, .. } = ordered[i];
+                    if let Some(busy) = busy_here {
+                        if pass == 0 && i > 0 && busy.is_busy(child_key.0) {
+                            ordered[i].deferred = true;
+                            continue;
+                        }
+                        if pass == 1 && !deferred {
+                            continue;
+                        }
                     }
-                    Ok(true) => {}
-                    Err(e) => {
-                        self.scratch[ply] = ordered;
-                        return Err(e);
+                    let mut child = *board;
+                    child.play_unchecked(mv);
+                    match self.search(&child, &symmetries.after(keys, mover, mv), ply + 1, symmetries, busy) {
+                        Ok(false) => {
+                            win = true;
+                            break 'passes;
+                        }
+                        Ok(true) => {}
+                        Err(e) => {
+                            self.scratch[ply] = ordered;
+                            return match self.settled {
+                                // Another thread solved this node.
+                                Some((settled, win)) if settled == ply => {
+                                    self.settled = None;
+                                    Ok(win)
+                                }
+                                _ => Err(e),
+                            };
+                        }
                     }
-                }
-                if tracked {
-                    // The child's search moved the line deeper; it is back here.
-                    self.path[ply].0 = done as u32 + 1;
-                    self.path_len = ply + 1;
-                    if ply == 0 {
-                        self.publish_progress();
+                    done += 1;
+                    if tracked {
+                        // The child's search moved the line deeper; it is back here.
+                        self.path[ply].0 = done;
+                        self.path_len = ply + 1;
+                        if ply == 0 {
+                            self.publish_progress();
+                        }
                     }
                 }
             }

@@ -505,14 +505,19 @@ fn a_solver_reused_across_board_shapes_stays_exact() {
     assert!(!solver.wins(&tall).unwrap(), "{tall} is lost for black");
 }
 
-/// Two threads sharing the table, root moves split by symmetry class, give
+/// Threads sharing the table, root moves split by symmetry class, give
 /// the serial solver's value and winning moves (on starts, whose root moves
-/// fold into classes, and on midgames, whose mostly do not), with the
-/// table's folding on and off.
+/// fold into classes; on corner openings of square boards, whose two
+/// replies are one class, so that the threads share one tree; and on
+/// midgames, whose moves mostly do not fold), with the table's folding on
+/// and off, on two threads and on three.
 #[test]
 fn a_parallel_solve_agrees_with_the_serial_one() {
     let mut positions: Vec<Position> =
         ["5x5", "4x6", "6x4", "5x6", "4x7"].iter().map(|s| Position::start(s.parse().unwrap())).collect();
+    for n in [4, 5] {
+        positions.push(corner_opening(n));
+    }
     for seed in 0..16 {
         let size = if seed % 2 == 0 { Size::new(5, 5).unwrap() } else { Size::new(6, 5).unwrap() };
         let game = game_positions(size, seed);
@@ -523,23 +528,52 @@ fn a_parallel_solve_agrees_with_the_serial_one() {
             let mut serial = Solver::new(14);
             serial.set_symmetry(symmetry);
             let expected = serial.solve(position);
-            let mut parallel = Solver::new(14);
-            parallel.set_symmetry(symmetry);
-            let reported = Mutex::new(Vec::new());
-            let solution = parallel
-                .solve_each_parallel(position, 2, |mv, lost| reported.lock().unwrap().push((mv, lost)))
-                .unwrap();
-            assert_eq!((solution.win, &solution.winning_moves), (expected.win, &expected.winning_moves), "{position}");
-            let mut reported = reported.into_inner().unwrap();
-            reported.sort();
-            let mut all: Vec<(Move, bool)> =
-                position.moves().into_iter().map(|mv| (mv, expected.winning_moves.contains(&mv))).collect();
-            all.sort();
-            assert_eq!(reported, all, "{position}: every root move reported once with its value");
-            let resolved = parallel.progress().resolved();
-            assert!((resolved - 1.0).abs() < 1e-6, "{position}: all of the solve resolved, not {resolved}");
+            for threads in [2, 3] {
+                let mut parallel = Solver::new(14);
+                parallel.set_symmetry(symmetry);
+                let reported = Mutex::new(Vec::new());
+                let solution = parallel
+                    .solve_each_parallel(position, threads, |mv, lost| reported.lock().unwrap().push((mv, lost)))
+                    .unwrap();
+                assert_eq!(
+                    (solution.win, &solution.winning_moves),
+                    (expected.win, &expected.winning_moves),
+                    "{position}, {threads} threads"
+                );
+                let mut reported = reported.into_inner().unwrap();
+                reported.sort();
+                let mut all: Vec<(Move, bool)> =
+                    position.moves().into_iter().map(|mv| (mv, expected.winning_moves.contains(&mv))).collect();
+                all.sort();
+                assert_eq!(reported, all, "{position}: every root move reported once with its value");
+                let resolved = parallel.progress().resolved();
+                assert!((resolved - 1.0).abs() < 1e-6, "{position}: all of the solve resolved, not {resolved}");
+            }
         }
     }
+}
+
+/// The n x n board after black's opening removal of the a1 corner: white
+/// to move, with two replies that the diagonal mirror maps onto each other.
+fn corner_opening(n: usize) -> Position {
+    let mut position = Position::start(Size::new(n, n).unwrap());
+    let a1 = position.moves().into_iter().find(|mv| mv.to_text(position.size()) == "a1").unwrap();
+    position.play(a1).unwrap();
+    position
+}
+
+/// A root whose moves are all one class (the 6x6 corner opening) still
+/// keeps both threads searching: the second joins the first on its tree,
+/// where the old split by root moves left it idle.
+#[test]
+fn a_thread_without_a_root_move_of_its_own_helps_another() {
+    let position = corner_opening(6);
+    assert_eq!(position.moves().len(), 2);
+    let expected = Solver::new(18).solve(&position);
+    assert_eq!(expected.threads, 1);
+    let solution = Solver::new(18).solve_each_parallel(&position, 2, |_, _| {}).unwrap();
+    assert_eq!((solution.win, &solution.winning_moves), (expected.win, &expected.winning_moves));
+    assert_eq!(solution.threads, 2, "both threads searched: {solution:?}");
 }
 
 /// The progress a long solve shows: a finished root move counts its share,
