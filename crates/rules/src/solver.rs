@@ -14,7 +14,7 @@
 //! share one entry. A second, independent 32-bit hash of the same image
 //! must match too, so a false hit needs 96 bits to collide.
 
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::bits::Bits;
@@ -34,8 +34,8 @@ const PROGRESS_PLIES: usize = 24;
 const SHARED_PLIES: usize = 20;
 
 /// The nodes the threads of a parallel solve are searching, counted per
-/// table hash (a few hundred at a time in 2^16 counters, so a false
-/// "busy" is rare and only reorders a search). A thread defers a child
+/// table hash (at most [`SHARED_PLIES`] per thread at a time in 2^16
+/// counters, so a false "busy" is rare and only reorders a search). A thread defers a child
 /// that another is searching to after its other children, except a
 /// node's first (ABDADA, Weill 1996): two threads on one root move then
 /// follow the same line down to where the first is searching a later
@@ -50,8 +50,11 @@ impl Busy {
         Busy((0..1 << Self::BITS).map(|_| AtomicU32::new(0)).collect())
     }
 
+    /// The counter of a table hash, by its middle bits: the table uses the
+    /// low ones, and the high ones lean to 0 (the hash is the least of the
+    /// board's image hashes).
     fn counter(&self, hash: u64) -> &AtomicU32 {
-        &self.0[(hash >> (64 - Self::BITS)) as usize]
+        &self.0[(hash >> 24) as usize & ((1 << Self::BITS) - 1)]
     }
 
     fn is_busy(&self, hash: u64) -> bool {
@@ -62,11 +65,13 @@ impl Busy {
 /// What ties a thread of a parallel solve to the others: the nodes being
 /// searched, and the root move classes solved (per class: 0 not yet,
 /// 1 the child wins, 2 it is lost), so that a thread stops searching a
-/// class another has just solved.
+/// class another has just solved, and whether the solve has failed.
 #[derive(Clone)]
 struct Team {
     busy: Arc<Busy>,
     solved: Arc<[AtomicU8]>,
+    /// Set when a thread's journal failed: the solve stops.
+    failed: Arc<AtomicBool>,
     /// The class this thread is searching.
     class: usize,
 }
@@ -297,6 +302,8 @@ pub struct Solver {
     /// The ply of the current line's node that another thread has solved,
     /// and its value: the search unwinds to it and takes that value.
     settled: Option<(usize, bool)>,
+    /// The journal's sink failed: the solve ends as [`Unsolved`].
+    journal_failed: bool,
 }
 
 /// How far a solve has got, read by another thread while it runs.
@@ -400,6 +407,7 @@ impl Solver {
             team: None,
             line: [(0, 0); SHARED_PLIES],
             settled: None,
+            journal_failed: false,
         })
     }
 
@@ -528,6 +536,7 @@ impl Solver {
     ) -> Result<Solution, Unsolved> {
         self.nodes = 0;
         self.node_limit = node_limit;
+        self.journal_failed = false;
         let mut winning_moves = Vec::new();
         let moves = position.moves();
         self.progress.start(moves.len());
@@ -542,6 +551,10 @@ impl Solver {
                 winning_moves.push(mv);
             }
             on_move(mv, lost);
+        }
+        if self.journal_failed {
+            // The last result's record failed after the search had ended.
+            return Err(Unsolved(self.nodes));
         }
         Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes, threads: 1 })
     }
@@ -593,11 +606,17 @@ impl Solver {
         let solved: Arc<[AtomicU8]> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
         // The threads searching each class.
         let searching: Vec<AtomicUsize> = (0..classes.len()).map(|_| AtomicUsize::new(0)).collect();
-        let team = Team { busy: Arc::new(Busy::new()), solved: Arc::clone(&solved), class: 0 };
+        let failed = Arc::new(AtomicBool::new(false));
+        let team =
+            Team { busy: Arc::new(Busy::new()), solved: Arc::clone(&solved), failed: Arc::clone(&failed), class: 0 };
         let work = |solver: &mut Solver| -> Result<u64, Unsolved> {
             solver.nodes = 0;
             solver.node_limit = u64::MAX;
+            solver.journal_failed = false;
             loop {
+                if failed.load(Ordering::Relaxed) {
+                    return Err(Unsolved(solver.nodes));
+                }
                 // A class of its own first, then the unsolved class that the
                 // fewest threads are searching.
                 let (index, own) = match next.fetch_add(1, Ordering::Relaxed) {
@@ -629,8 +648,15 @@ impl Solver {
                             }
                         }
                     }
-                    // The journal failed.
-                    Err(e) if solved[index].load(Ordering::Relaxed) == 0 => return Err(e),
+                    // The journal failed, this thread's or another's.
+                    Err(e)
+                        if solver.journal_failed
+                            || failed.load(Ordering::Relaxed)
+                            || solved[index].load(Ordering::Relaxed) == 0 =>
+                    {
+                        failed.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
                     // Another thread solved the class first.
                     Err(_) => {
                         if own {
@@ -685,6 +711,7 @@ impl Solver {
             team: self.team.clone(),
             line: [(0, 0); SHARED_PLIES],
             settled: None,
+            journal_failed: false,
         }
     }
 
@@ -755,6 +782,10 @@ impl Solver {
             })
         {
             self.node_limit = 0;
+            self.journal_failed = true;
+            if let Some(team) = &self.team {
+                team.failed.store(true, Ordering::Relaxed);
+            }
         }
         self.insert(key, win, u32::try_from(work).unwrap_or(u32::MAX));
     }
@@ -831,8 +862,8 @@ impl Solver {
                 self.publish_progress();
             }
             if let Some(team) = &self.team {
-                if team.solved[team.class].load(Ordering::Relaxed) != 0 {
-                    // Another thread solved this root move: the search is moot.
+                if team.solved[team.class].load(Ordering::Relaxed) != 0 || team.failed.load(Ordering::Relaxed) {
+                    // Another thread solved this root move, or the solve failed.
                     return Err(Unsolved(self.nodes));
                 }
                 // Or a node of the line above: unwind to it.

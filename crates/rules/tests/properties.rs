@@ -659,3 +659,34 @@ fn a_move_order_changes_the_work_but_not_the_values() {
         assert!((1..=position.moves().len()).contains(&calls), "{size}: {calls} calls for one ply");
     }
 }
+
+/// A journal that stops taking records (a full disk) ends the solve as
+/// unsolved, serial or parallel, even when the failing record is the
+/// solve's very last, or comes while another thread has just solved the
+/// root move it belongs to.
+#[test]
+fn a_failed_journal_fails_the_solve() {
+    let position = Position::start(Size::new(5, 6).unwrap());
+    let journalled = |accepted: usize| {
+        let mut solver = Solver::new(16);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&calls);
+        solver.set_journal(200, move |_| counted.fetch_add(1, Ordering::Relaxed) < accepted);
+        (solver, calls)
+    };
+    let (mut solver, calls) = journalled(usize::MAX);
+    assert!(solver.solve_each(&position, u64::MAX, |_, _| {}).is_ok());
+    let records = calls.load(Ordering::Relaxed);
+    assert!(records > 10, "{records} records");
+    for accepted in [0, records / 2, records - 1] {
+        let (mut solver, _) = journalled(accepted);
+        assert!(solver.solve_each(&position, u64::MAX, |_, _| {}).is_err(), "serial, {accepted} of {records} taken");
+    }
+    for threads in [2, 3] {
+        for accepted in [0, 1, records / 4] {
+            let (mut solver, _) = journalled(accepted);
+            let result = solver.solve_each_parallel(&position, threads, |_, _| {});
+            assert!(result.is_err(), "{threads} threads, {accepted} records taken: {result:?}");
+        }
+    }
+}
