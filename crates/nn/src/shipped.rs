@@ -21,11 +21,15 @@ pub const SHIPPED_PATH: &str = "shipped";
 /// The shipped networks: (name, network file), `name` being the directory
 /// under `checkpoints/`. A board plays with the first trained on its size,
 /// any other board with the one trained on the most sizes
-/// ([`choose_for_size`]).
+/// ([`choose_for_size`]). The order is measured: the 6x6 specialist finds
+/// more winning moves on 6x6 than the all-size network (97.7% against
+/// 95.8% at 200 simulations), and the all-size network beats the 8x8
+/// specialist on 8x8 (75% of 40 games at 800 simulations), so it plays
+/// 8x8 and the 8x8 specialist is only played when named.
 pub const MODELS: [(&str, &[u8]); 3] = [
-    ("8x8", include_bytes!("../../../checkpoints/8x8/net.knet")),
     ("6x6", include_bytes!("../../../checkpoints/6x6/net.knet")),
     ("konane", include_bytes!("../../../checkpoints/konane/net.knet")),
+    ("8x8", include_bytes!("../../../checkpoints/8x8/net.knet")),
 ];
 
 /// Which of several networks plays a board of `size` when the user named
@@ -184,7 +188,7 @@ mod tests {
         let device = Backend::Native.device();
         for (size, expected) in [
             ("6x6", "6x6"),
-            ("8x8", "8x8"),
+            ("8x8", "konane"),
             ("10x10", "konane"),
             ("12x12", "konane"),
             ("14x14", "konane"),
