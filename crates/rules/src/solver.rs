@@ -35,12 +35,12 @@ const SHARED_PLIES: usize = 20;
 
 /// The nodes the threads of a parallel solve are searching, counted per
 /// table hash (at most [`SHARED_PLIES`] per thread at a time in 2^16
-/// counters, so a false "busy" is rare and only reorders a search). A thread defers a child
-/// that another is searching to after its other children, except a
-/// node's first (ABDADA, Weill 1996): two threads on one root move then
-/// follow the same line down to where the first is searching a later
-/// child, and there split the siblings between them, the table passing
-/// each one's results to the other.
+/// counters, so a false "busy" is rare and only reorders a search). A
+/// thread defers a child that another is searching to after its other
+/// children, except a node's first (ABDADA, Weill 1996): two threads on
+/// one root move then follow the same line down to where the first is
+/// searching a later child, and there split the siblings between them,
+/// the table passing each one's results to the other.
 struct Busy(Box<[AtomicU32]>);
 
 impl Busy {
@@ -63,17 +63,14 @@ impl Busy {
 }
 
 /// What ties a thread of a parallel solve to the others: the nodes being
-/// searched, and the root move classes solved (per class: 0 not yet,
-/// 1 the child wins, 2 it is lost), so that a thread stops searching a
-/// class another has just solved, and whether the solve has failed.
+/// searched, and whether the solve has failed. (A root move another thread
+/// has solved needs nothing of its own: the thread finds it in the table
+/// and unwinds, as from any node of its line; see `Solver::settled`.)
 #[derive(Clone)]
 struct Team {
     busy: Arc<Busy>,
-    solved: Arc<[AtomicU8]>,
     /// Set when a thread's journal failed: the solve stops.
     failed: Arc<AtomicBool>,
-    /// The class this thread is searching.
-    class: usize,
 }
 
 /// The exact value of a position.
@@ -603,16 +600,15 @@ impl Solver {
         }
         self.progress.start(moves.len());
         let next = AtomicUsize::new(0);
-        let solved: Arc<[AtomicU8]> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
+        // Per class: 0 not yet solved, 1 the child wins, 2 it is lost.
+        let solved: Vec<AtomicU8> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
         // The threads searching each class.
         let searching: Vec<AtomicUsize> = (0..classes.len()).map(|_| AtomicUsize::new(0)).collect();
         let failed = Arc::new(AtomicBool::new(false));
-        let team =
-            Team { busy: Arc::new(Busy::new()), solved: Arc::clone(&solved), failed: Arc::clone(&failed), class: 0 };
+        let team = Team { busy: Arc::new(Busy::new()), failed: Arc::clone(&failed) };
         let work = |solver: &mut Solver| -> Result<u64, Unsolved> {
             solver.nodes = 0;
             solver.node_limit = u64::MAX;
-            solver.journal_failed = false;
             loop {
                 if failed.load(Ordering::Relaxed) {
                     return Err(Unsolved(solver.nodes));
@@ -634,34 +630,19 @@ impl Solver {
                 child.play_unchecked(class[0]);
                 let share = Progress::ONE * class.len() as u64 / moves.len() as u64;
                 searching[index].fetch_add(1, Ordering::Relaxed);
-                solver.team = Some(Team { class: index, ..team.clone() });
+                solver.team = Some(team.clone());
                 // The thread that took the class counts its progress.
                 let result = if own { solver.wins_root_move(&child, share) } else { solver.wins_root_move(&child, 0) };
                 solver.team = None;
                 searching[index].fetch_sub(1, Ordering::Relaxed);
-                match result {
-                    Ok(wins) => {
-                        let value = 1 + u8::from(!wins);
-                        if solved[index].compare_exchange(0, value, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
-                            for &mv in class {
-                                on_move(mv, !wins);
-                            }
-                        }
-                    }
-                    // The journal failed, this thread's or another's.
-                    Err(e)
-                        if solver.journal_failed
-                            || failed.load(Ordering::Relaxed)
-                            || solved[index].load(Ordering::Relaxed) == 0 =>
-                    {
-                        failed.store(true, Ordering::Relaxed);
-                        return Err(e);
-                    }
-                    // Another thread solved the class first.
-                    Err(_) => {
-                        if own {
-                            solver.progress.resolved.fetch_add(share - solver.root_added, Ordering::Relaxed);
-                        }
+                // Only a journal's failure, this thread's or another's, ends a
+                // search without a value.
+                let wins = result.inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
+                // The first thread to finish a class reports it.
+                if solved[index].compare_exchange(0, 1 + u8::from(!wins), Ordering::Relaxed, Ordering::Relaxed).is_ok()
+                {
+                    for &mv in class {
+                        on_move(mv, !wins);
                     }
                 }
             }
@@ -862,11 +843,11 @@ impl Solver {
                 self.publish_progress();
             }
             if let Some(team) = &self.team {
-                if team.solved[team.class].load(Ordering::Relaxed) != 0 || team.failed.load(Ordering::Relaxed) {
-                    // Another thread solved this root move, or the solve failed.
+                if team.failed.load(Ordering::Relaxed) {
                     return Err(Unsolved(self.nodes));
                 }
-                // Or a node of the line above: unwind to it.
+                // Another thread has solved a node of the line (the root move
+                // itself, say): unwind to it.
                 let settled = (0..ply.min(SHARED_PLIES)).find_map(|p| Some((p, self.probe(self.line[p])?)));
                 if settled.is_some() {
                     self.settled = settled;

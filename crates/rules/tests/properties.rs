@@ -557,8 +557,7 @@ fn a_parallel_solve_agrees_with_the_serial_one() {
 /// to move, with two replies that the diagonal mirror maps onto each other.
 fn corner_opening(n: usize) -> Position {
     let mut position = Position::start(Size::new(n, n).unwrap());
-    let a1 = position.moves().into_iter().find(|mv| mv.to_text(position.size()) == "a1").unwrap();
-    position.play(a1).unwrap();
+    position.play(position.parse_legal_move("a1").unwrap()).unwrap();
     position
 }
 
