@@ -16,14 +16,14 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use konane_mcts::{Batch, Evaluator};
 use konane_nn::player::load_model;
-use konane_nn::{Backend, NetEvaluator, shipped};
+use konane_nn::{Backend, Net, NetEvaluator, shipped};
 use konane_rules::solver::{JournalEntry, MoveOrder};
 use konane_rules::{Move, Position, Size, Solver, proof};
 use serde::{Deserialize, Serialize};
@@ -346,8 +346,8 @@ fn order_by_policy(solver: &mut Solver, args: &Args, size: Size) -> anyhow::Resu
     };
     let plies = args.policy_plies.unwrap_or((size.cells() / 3).clamp(1, 40) as u32);
     let calls = Arc::default();
-    let order = PolicyOrder { evaluator: NetEvaluator::native(&net), batch: Batch::new(), calls: Arc::clone(&calls) };
-    solver.set_move_order(plies as usize, Arc::new(Mutex::new(order)));
+    let order = PolicyOrder::new(net, Arc::clone(&calls));
+    solver.set_move_order(plies as usize, Box::new(order));
     eprintln!("ordering the moves of the first {plies} plies by the policy of {file}");
     Ok((calls, plies))
 }
@@ -355,10 +355,18 @@ fn order_by_policy(solver: &mut Solver, args: &Args, size: Size) -> anyhow::Resu
 /// The solver's [`MoveOrder`] from a network's policy: the moves with the
 /// highest priors first. A network that fails leaves the solver's order.
 struct PolicyOrder {
+    /// The weights, for the other threads' copies.
+    net: Net,
     evaluator: NetEvaluator,
     batch: Batch,
-    /// Network calls made, for the report.
+    /// Network calls made by every copy, for the report.
     calls: Arc<AtomicU64>,
+}
+
+impl PolicyOrder {
+    fn new(net: Net, calls: Arc<AtomicU64>) -> PolicyOrder {
+        PolicyOrder { evaluator: NetEvaluator::native(&net), net, batch: Batch::new(), calls }
+    }
 }
 
 impl MoveOrder for PolicyOrder {
@@ -373,6 +381,10 @@ impl MoveOrder for PolicyOrder {
         let (_, priors) = self.batch.output(0);
         scores.extend_from_slice(priors);
         priors.len() == moves.len()
+    }
+
+    fn fork(&self) -> Box<dyn MoveOrder> {
+        Box::new(PolicyOrder::new(self.net.clone(), Arc::clone(&self.calls)))
     }
 }
 

@@ -243,6 +243,11 @@ pub trait MoveOrder: Send {
     /// [`Position::legal_moves`] lists them. False keeps the solver's own
     /// order (fewest replies first).
     fn score(&mut self, position: &Position, moves: &[Move], scores: &mut Vec<f32>) -> bool;
+
+    /// The same order for another thread of a parallel solve. Each thread
+    /// scores with its own, so that the threads never wait for each
+    /// other's network calls (they cost far more than the search).
+    fn fork(&self) -> Box<dyn MoveOrder>;
 }
 
 /// Where [`Solver`] sends the results that cost at least `min_work`
@@ -287,7 +292,7 @@ pub struct Solver {
     path_len: usize,
     journal: Option<(u64, Arc<Mutex<JournalSink>>)>,
     /// The plies below the searched position whose moves `order` sorts.
-    move_order: Option<(usize, Arc<Mutex<dyn MoveOrder>>)>,
+    move_order: Option<(usize, Box<dyn MoveOrder>)>,
     /// Scratch for the move order's calls.
     order_moves: Vec<Move>,
     order_scores: Vec<f32>,
@@ -418,8 +423,9 @@ impl Solver {
 
     /// Orders the moves of the positions fewer than `plies` below the one
     /// searched (the root's moves' children are ply 0) by `order` instead of
-    /// by their replies. Threads of a parallel solve share it.
-    pub fn set_move_order(&mut self, plies: usize, order: Arc<Mutex<dyn MoveOrder>>) {
+    /// by their replies. Each further thread of a parallel solve orders
+    /// with a [`MoveOrder::fork`] of it.
+    pub fn set_move_order(&mut self, plies: usize, order: Box<dyn MoveOrder>) {
         self.move_order = Some((plies, order));
     }
 
@@ -686,7 +692,7 @@ impl Solver {
             path: [(0, 0); PROGRESS_PLIES],
             path_len: 0,
             journal: self.journal.clone(),
-            move_order: self.move_order.clone(),
+            move_order: self.move_order.as_ref().map(|(plies, order)| (*plies, order.fork())),
             order_moves: Vec::new(),
             order_scores: Vec::new(),
             team: self.team.clone(),
@@ -787,7 +793,7 @@ impl Solver {
 
     /// Gives the children their [`MoveOrder`] scores, if one orders `ply`.
     fn scored<B: Bits>(&mut self, board: &Board<B>, ply: usize, children: &mut [Child]) -> bool {
-        let Some((plies, order)) = &self.move_order else { return false };
+        let Some((plies, order)) = &mut self.move_order else { return false };
         if ply >= *plies || children.len() < 2 {
             return false;
         }
@@ -795,11 +801,7 @@ impl Solver {
         self.order_moves.clear();
         self.order_moves.extend(children.iter().map(|child| child.mv));
         self.order_scores.clear();
-        let scored = order.lock().unwrap_or_else(PoisonError::into_inner).score(
-            &position,
-            &self.order_moves,
-            &mut self.order_scores,
-        );
+        let scored = order.score(&position, &self.order_moves, &mut self.order_scores);
         if !scored || self.order_scores.len() != children.len() {
             return false;
         }

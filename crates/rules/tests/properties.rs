@@ -612,6 +612,8 @@ fn a_solve_reports_the_share_it_has_resolved() {
 struct Oracle {
     best: bool,
     calls: Arc<AtomicUsize>,
+    /// Copies made for other threads.
+    forks: Arc<AtomicUsize>,
 }
 
 impl MoveOrder for Oracle {
@@ -625,12 +627,24 @@ impl MoveOrder for Oracle {
         }));
         true
     }
+
+    fn fork(&self) -> Box<dyn MoveOrder> {
+        self.forks.fetch_add(1, Ordering::Relaxed);
+        Box::new(Oracle { best: self.best, calls: Arc::clone(&self.calls), forks: Arc::clone(&self.forks) })
+    }
+}
+
+impl Oracle {
+    fn new(best: bool) -> Oracle {
+        Oracle { best, calls: Arc::default(), forks: Arc::default() }
+    }
 }
 
 /// A move order changes how much the solver searches, never what it finds:
 /// winning moves tried first search fewer nodes than winning moves tried
 /// last, both give the plain solver's values, and the order is asked only
-/// for the plies it was given.
+/// for the plies it was given. In a parallel solve every further thread
+/// asks its own copy of the order.
 #[test]
 fn a_move_order_changes_the_work_but_not_the_values() {
     for size in ["5x5", "4x6", "5x6"] {
@@ -638,10 +652,10 @@ fn a_move_order_changes_the_work_but_not_the_values() {
         let expected = Solver::new(14).solve(&position);
         let mut nodes = Vec::new();
         for best in [true, false] {
-            let calls = Arc::new(AtomicUsize::new(0));
+            let order = Oracle::new(best);
+            let calls = Arc::clone(&order.calls);
             let mut solver = Solver::new(14);
-            let order = Oracle { best, calls: Arc::clone(&calls) };
-            solver.set_move_order(4, Arc::new(Mutex::new(order)));
+            solver.set_move_order(4, Box::new(order));
             let solution = solver.solve(&position);
             assert_eq!((solution.win, &solution.winning_moves), (expected.win, &expected.winning_moves), "{size}");
             assert!(calls.load(Ordering::Relaxed) > 0, "{size}: the order was asked");
@@ -649,13 +663,24 @@ fn a_move_order_changes_the_work_but_not_the_values() {
         }
         assert!(nodes[0] < nodes[1], "{size}: winning moves first searched {} nodes, last {}", nodes[0], nodes[1]);
         // One ply: only the positions right after the root's moves.
-        let calls = Arc::new(AtomicUsize::new(0));
+        let order = Oracle::new(true);
+        let calls = Arc::clone(&order.calls);
         let mut solver = Solver::new(14);
-        let order = Oracle { best: true, calls: Arc::clone(&calls) };
-        solver.set_move_order(1, Arc::new(Mutex::new(order)));
+        solver.set_move_order(1, Box::new(order));
         solver.solve(&position);
         let calls = calls.load(Ordering::Relaxed);
         assert!((1..=position.moves().len()).contains(&calls), "{size}: {calls} calls for one ply");
+        // Three threads: two copies, the same values.
+        let order = Oracle::new(true);
+        let forks = Arc::clone(&order.forks);
+        let mut solver = Solver::new(14);
+        solver.set_move_order(4, Box::new(order));
+        let mut solution = solver.solve_each_parallel(&position, 3, |_, _| {}).unwrap();
+        solution.winning_moves.sort_unstable();
+        let mut winning = expected.winning_moves.clone();
+        winning.sort_unstable();
+        assert_eq!((solution.win, solution.winning_moves), (expected.win, winning), "{size}, three threads");
+        assert_eq!(forks.load(Ordering::Relaxed), 2, "{size}: one copy of the order per further thread");
     }
 }
 
