@@ -20,14 +20,14 @@
 //! Whatever the stream says, a proof that passes the check is right: a bad
 //! stream can only fail.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use crate::geometry::Color;
 use crate::moves::Move;
 use crate::naive::Naive;
 use crate::position::Position;
-use crate::solver::{Solver, Unsolved};
+use crate::solver::{ClassKeys, Solver, Unsolved};
 
 /// The first bytes of a proof file: a name and the format version.
 const MAGIC: &[u8; 16] = b"konane-proof\0\0\0\x01";
@@ -165,113 +165,163 @@ impl Proof {
     }
 }
 
-/// Positions shown so far and their values, keyed by the smallest of their
-/// symmetric images (Kōnane's rules do not change under a reflection or
-/// rotation that maps the board onto itself): two bits a cell and the side
-/// to move, in one `u128` on boards of up to 63 cells, where proofs are
-/// big, and in bytes above.
-#[derive(Default)]
+/// Positions the checker has seen and their values, keyed exactly by the
+/// smallest of their symmetric images (Kōnane's rules do not change under
+/// a reflection or rotation that maps the board onto itself): on boards of
+/// up to 63 cells, where proofs are big, two bits a cell, the side to move
+/// and the value in one `u128` (16 bytes a position); in bytes above.
 struct Memo {
-    small: HashMap<u128, bool>,
+    /// For each symmetry of the board, the image of each cell (by index).
+    images: Vec<Vec<usize>>,
+    small: HashSet<u128>,
     large: HashMap<Vec<u8>, bool>,
 }
 
+/// The value's bit in a small key.
+const SMALL_WON: u128 = 1 << 127;
+
 impl Memo {
+    fn new(cols: usize, rows: usize) -> Memo {
+        let count = if cols == rows { 8 } else { 4 };
+        let images = IMAGES[..count]
+            .iter()
+            .map(|image| {
+                (0..rows * cols)
+                    .map(|cell| {
+                        let (c, r) = image(cell % cols, cell / cols, cols, rows);
+                        r * cols + c
+                    })
+                    .collect()
+            })
+            .collect();
+        Memo { images, small: HashSet::new(), large: HashMap::new() }
+    }
+
     fn len(&self) -> usize {
         self.small.len() + self.large.len()
     }
 
-    /// The value recorded for the position `stone(col, row)` reads, after
-    /// recording `win` for it if it was new.
-    fn get_or_insert(
-        &mut self,
-        cols: usize,
-        rows: usize,
-        side: Color,
-        stone: impl Fn(usize, usize) -> Option<Color>,
-        win: bool,
-    ) -> Option<bool> {
-        fn recall<K: std::hash::Hash + Eq>(map: &mut HashMap<K, bool>, key: K, win: bool) -> Option<bool> {
-            match map.entry(key) {
-                Entry::Occupied(known) => Some(*known.get()),
-                Entry::Vacant(slot) => {
-                    slot.insert(win);
-                    None
-                }
+    /// The value recorded for the position of `cells` (row by row) and
+    /// `side` to move, after recording `win` for it if it was new.
+    fn get_or_insert(&mut self, cells: &[Option<Color>], side: Color, win: bool) -> Option<bool> {
+        if cells.len() <= 63 {
+            let key = self.small_key(cells, side);
+            if self.small.contains(&key) {
+                return Some(false);
             }
+            if self.small.contains(&(key | SMALL_WON)) {
+                return Some(true);
+            }
+            self.small.insert(if win { key | SMALL_WON } else { key });
+            return None;
         }
-        let key = memo_key(cols, rows, side, stone);
-        match small_key(&key) {
-            Some(small) => recall(&mut self.small, small, win),
-            None => recall(&mut self.large, key, win),
+        match self.large.entry(self.large_key(cells, side)) {
+            Entry::Occupied(known) => Some(*known.get()),
+            Entry::Vacant(slot) => {
+                slot.insert(win);
+                None
+            }
         }
     }
 
-    fn get(
-        &self,
-        cols: usize,
-        rows: usize,
-        side: Color,
-        stone: impl Fn(usize, usize) -> Option<Color>,
-    ) -> Option<bool> {
-        let key = memo_key(cols, rows, side, stone);
-        match small_key(&key) {
-            Some(small) => self.small.get(&small).copied(),
-            None => self.large.get(&key).copied(),
+    /// A position of at most 63 cells as one number: for its smallest
+    /// image, two bits a cell (0 empty, 1 black, 2 white), the side to move
+    /// in bit 126.
+    fn small_key(&self, cells: &[Option<Color>], side: Color) -> u128 {
+        let mut best = u128::MAX;
+        for image in &self.images {
+            let mut key = (side.index() as u128) << 126;
+            for (cell, stone) in cells.iter().enumerate() {
+                key |= code(*stone) << (2 * image[cell]);
+            }
+            best = best.min(key);
         }
+        best
+    }
+
+    /// The smallest image of a bigger position, two bits a cell (little end
+    /// first), then the side to move in the last byte's top bit when the
+    /// cells leave it free, else in a byte of its own.
+    fn large_key(&self, cells: &[Option<Color>], side: Color) -> Vec<u8> {
+        let mut best: Option<Vec<u8>> = None;
+        let mut codes = vec![0u8; cells.len()];
+        for image in &self.images {
+            for (cell, stone) in cells.iter().enumerate() {
+                codes[image[cell]] = code(*stone) as u8;
+            }
+            let mut key: Vec<u8> =
+                codes.chunks(4).map(|q| q.iter().rev().fold(0, |byte, &code| byte << 2 | code)).collect();
+            if cells.len().is_multiple_of(4) {
+                key.push(0);
+            }
+            *key.last_mut().expect("one byte at least") |= (side.index() as u8) << 7;
+            if best.as_ref().is_none_or(|b| key < *b) {
+                best = Some(key);
+            }
+        }
+        best.expect("at least the identity")
     }
 }
 
-/// A key of at most 16 bytes (a board of up to 63 cells) as one number.
-fn small_key(key: &[u8]) -> Option<u128> {
-    (key.len() <= 16).then(|| key.iter().rev().fold(0u128, |n, &byte| n << 8 | u128::from(byte)))
+/// A cell's two bits in a key.
+fn code(stone: Option<Color>) -> u128 {
+    match stone {
+        None => 0,
+        Some(Color::Black) => 1,
+        Some(Color::White) => 2,
+    }
+}
+
+/// The positions the prover has shown and their values, by the solver's
+/// 96-bit symmetry-folded keys, which are much faster to make than the
+/// checker's exact ones. The checker does not trust them: had two
+/// positions shared a key, the proof would fail its check.
+struct Shown {
+    keys: ClassKeys,
+    /// Keys, with [`SHOWN_WON`] set for the won positions.
+    set: HashSet<u128>,
+}
+
+/// The value's bit in a prover's key (above the 96 of the key).
+const SHOWN_WON: u128 = 1 << 96;
+
+impl Shown {
+    fn get(&self, position: &Position) -> Option<bool> {
+        let key = self.keys.key(position);
+        if self.set.contains(&key) {
+            Some(false)
+        } else if self.set.contains(&(key | SHOWN_WON)) {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// Records `position` as shown with value `win`; false if it already was.
+    fn insert(&mut self, position: &Position, win: bool) -> bool {
+        if self.get(position).is_some() {
+            return false;
+        }
+        let key = self.keys.key(position);
+        self.set.insert(if win { key | SHOWN_WON } else { key })
+    }
 }
 
 /// Where a symmetry sends `(col, row)` of a `cols` x `rows` board.
 type Image = fn(usize, usize, usize, usize) -> (usize, usize);
 
-/// The smallest image of a position, two bits a cell (little end first),
-/// then the side to move in the last byte's top bit when the cells leave it
-/// free, else in a byte of its own.
-fn memo_key(cols: usize, rows: usize, side: Color, stone: impl Fn(usize, usize) -> Option<Color>) -> Vec<u8> {
-    let images: &[Image] = &[
-        |c, r, _, _| (c, r),
-        |c, r, w, _| (w - 1 - c, r),
-        |c, r, _, h| (c, h - 1 - r),
-        |c, r, w, h| (w - 1 - c, h - 1 - r),
-        // Only a square maps onto itself by these.
-        |c, r, _, _| (r, c),
-        |c, r, w, h| (h - 1 - r, w - 1 - c),
-        |c, r, _, h| (h - 1 - r, c),
-        |c, r, w, _| (r, w - 1 - c),
-    ];
-    let count = if cols == rows { 8 } else { 4 };
-    let cells = cols * rows;
-    let mut best: Option<Vec<u8>> = None;
-    for image in &images[..count] {
-        let mut codes = vec![0u8; cells];
-        for row in 0..rows {
-            for col in 0..cols {
-                let (c, r) = image(col, row, cols, rows);
-                codes[r * cols + c] = match stone(col, row) {
-                    None => 0,
-                    Some(Color::Black) => 1,
-                    Some(Color::White) => 2,
-                };
-            }
-        }
-        let mut key: Vec<u8> =
-            codes.chunks(4).map(|q| q.iter().rev().fold(0, |byte, &code| byte << 2 | code)).collect();
-        if cells.is_multiple_of(4) {
-            key.push(0);
-        }
-        *key.last_mut().expect("one byte at least") |= (side.index() as u8) << 7;
-        if best.as_ref().is_none_or(|b| key < *b) {
-            best = Some(key);
-        }
-    }
-    best.expect("at least the identity")
-}
+/// The symmetries of a board, the rectangle's four first.
+const IMAGES: [Image; 8] = [
+    |c, r, _, _| (c, r),
+    |c, r, w, _| (w - 1 - c, r),
+    |c, r, _, h| (c, h - 1 - r),
+    |c, r, w, h| (w - 1 - c, h - 1 - r),
+    // Only a square maps onto itself by these.
+    |c, r, _, _| (r, c),
+    |c, r, w, h| (h - 1 - r, w - 1 - c),
+    |c, r, _, h| (h - 1 - r, c),
+    |c, r, w, _| (r, w - 1 - c),
+];
 
 fn push_number(stream: &mut Vec<u8>, mut n: u64) {
     loop {
@@ -306,15 +356,16 @@ fn sorted_moves(position: &Position) -> Vec<Move> {
 /// If `depth` is above [`MAX_DEPTH`].
 pub fn prove(solver: &mut Solver, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
     assert!(depth <= MAX_DEPTH, "proof depth {depth}");
-    let mut prover = Prover { solver, memo: Memo::default(), stream: Vec::new() };
+    let shown = Shown { keys: ClassKeys::new(position.size()), set: HashSet::new() };
+    let mut prover = Prover { solver, shown, stream: Vec::new() };
     let (win, moves) = prover.expand(position, depth)?;
-    let report = Report { win, moves, positions: prover.memo.len() as u64 };
+    let report = Report { win, moves, positions: prover.shown.set.len() as u64 };
     Ok((Proof { position: *position, depth, stream: prover.stream }, report))
 }
 
 struct Prover<'a> {
     solver: &'a mut Solver,
-    memo: Memo,
+    shown: Shown,
     stream: Vec<u8>,
 }
 
@@ -339,9 +390,7 @@ impl Prover<'_> {
 
     /// Writes what shows that `position` has value `win`.
     fn show(&mut self, position: &Position, win: bool) -> Result<(), ProveError> {
-        let size = position.size();
-        let stone = |col, row| position.stone_at(size.cell(col, row));
-        if self.memo.get_or_insert(size.cols(), size.rows(), position.side_to_move(), stone, win).is_some() {
+        if !self.shown.insert(position, win) {
             return Ok(());
         }
         let moves = sorted_moves(position);
@@ -355,9 +404,7 @@ impl Prover<'_> {
                 .map(|(i, &mv)| {
                     let mut child = *position;
                     child.play_unchecked(mv);
-                    let stone = |col, row| child.stone_at(size.cell(col, row));
-                    let shown_lost =
-                        self.memo.get(size.cols(), size.rows(), child.side_to_move(), stone) == Some(false);
+                    let shown_lost = self.shown.get(&child) == Some(false);
                     (if shown_lost { 0 } else { 1 + child.count_moves() }, i, child)
                 })
                 .collect();
@@ -384,7 +431,9 @@ impl Prover<'_> {
 /// # Errors
 /// The first claim that does not hold, or a malformed stream.
 pub fn verify(proof: &Proof) -> Result<Report, ProofError> {
-    let mut checker = Checker { stream: &proof.stream, at: 0, memo: Memo::default() };
+    let size = proof.position.size();
+    let memo = Memo::new(size.cols(), size.rows());
+    let mut checker = Checker { stream: &proof.stream, at: 0, memo };
     let root = Naive::from_position(&proof.position);
     let (win, moves) = checker.expand(&root, proof.depth)?;
     if checker.at != proof.stream.len() {
@@ -434,8 +483,7 @@ impl Checker<'_> {
 
     /// Checks that `position` has value `win`, reading what shows it.
     fn check(&mut self, position: &Naive, win: bool) -> Result<(), ProofError> {
-        let stone = |col, row| position.cells[row * position.cols + col];
-        match self.memo.get_or_insert(position.cols, position.rows, position.side, stone, win) {
+        match self.memo.get_or_insert(&position.cells, position.side, win) {
             Some(known) if known == win => return Ok(()),
             Some(_) => return Err(ProofError::Contradiction(position.to_notation())),
             None => {}

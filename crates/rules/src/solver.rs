@@ -218,6 +218,40 @@ impl Symmetries {
     }
 }
 
+/// The solver's symmetry-folded key of any position of one size, from
+/// scratch: what the prover ([`crate::proof::prove`]) remembers the
+/// positions it has shown by. 96 bits (the table's hash and check of the
+/// smallest image), so two positions share one by accident about once in
+/// 2^96 pairs, and a proof that did would fail its check, never pass a
+/// wrong one.
+pub(crate) struct ClassKeys(Symmetries);
+
+impl ClassKeys {
+    pub(crate) fn new(size: Size) -> ClassKeys {
+        ClassKeys(Symmetries::of(size, true))
+    }
+
+    pub(crate) fn key(&self, position: &Position) -> u128 {
+        let symmetries = &self.0;
+        let count = symmetries.count;
+        let white = position.side_to_move() == Color::White;
+        let mut hash = [zobrist::size(symmetries.size) ^ if white { zobrist::WHITE_TO_MOVE } else { 0 }; 8];
+        let mut check = [if white { zobrist::CHECK_WHITE_TO_MOVE } else { 0 }; 8];
+        let cells = symmetries.size.cells();
+        for cell in symmetries.size.all_cells() {
+            if let Some(color) = position.stone_at(cell) {
+                let row = color.index() * cells + cell.index();
+                for s in 0..count {
+                    hash[s] ^= symmetries.hashes[row][s];
+                    check[s] ^= symmetries.checks[row][s];
+                }
+            }
+        }
+        let best = (0..count).min_by_key(|&s| hash[s]).expect("one symmetry at least");
+        u128::from(hash[best]) | u128::from(check[best]) << 64
+    }
+}
+
 /// A solved position as the table files it (its symmetry class's hashes),
 /// with its value and the nodes its solve took: what a long solve writes
 /// to its journal, and reads back with [`Solver::pin`] to resume.
