@@ -356,11 +356,13 @@ fn sorted_moves(position: &Position) -> Vec<Move> {
 /// If `depth` is above [`MAX_DEPTH`].
 pub fn prove(solver: &mut Solver, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
     assert!(depth <= MAX_DEPTH, "proof depth {depth}");
-    let shown = Shown { keys: ClassKeys::new(position.size()), set: HashSet::new() };
-    let mut prover = Prover { solver, shown, stream: Vec::new() };
-    let (win, moves) = prover.expand(position, depth)?;
-    let report = Report { win, moves, positions: prover.shown.set.len() as u64 };
-    Ok((Proof { position: *position, depth, stream: prover.stream }, report))
+    solver.without_move_order(|solver| {
+        let shown = Shown { keys: ClassKeys::new(position.size()), set: HashSet::new() };
+        let mut prover = Prover { solver, shown, stream: Vec::new() };
+        let (win, moves) = prover.expand(position, depth)?;
+        let report = Report { win, moves, positions: prover.shown.set.len() as u64 };
+        Ok((Proof { position: *position, depth, stream: prover.stream }, report))
+    })
 }
 
 struct Prover<'a> {
@@ -396,20 +398,28 @@ impl Prover<'_> {
         let moves = sorted_moves(position);
         if win {
             // A move into a position already shown lost costs nothing more;
-            // otherwise the winning move into the position with the fewest
-            // replies: the fewest branches to show below.
-            let mut by_replies: Vec<(u32, usize, Position)> = moves
-                .iter()
-                .enumerate()
-                .map(|(i, &mv)| {
-                    let mut child = *position;
-                    child.play_unchecked(mv);
-                    let shown_lost = self.shown.get(&child) == Some(false);
-                    (if shown_lost { 0 } else { 1 + child.count_moves() }, i, child)
-                })
-                .collect();
-            by_replies.sort_unstable_by_key(|&(cost, i, _)| (cost, i));
-            for (_, index, child) in by_replies {
+            // then the moves the solve found lost (its table knows them),
+            // then the others; within each, the move into the position with
+            // the fewest replies: the fewest branches to show below. Moves
+            // the table knows won cannot be shown lost.
+            let mut candidates: Vec<(u8, u32, usize, Position)> = Vec::with_capacity(moves.len());
+            for (i, &mv) in moves.iter().enumerate() {
+                let mut child = *position;
+                child.play_unchecked(mv);
+                let tier = if self.shown.get(&child) == Some(false) {
+                    0
+                } else {
+                    match self.solver.known(&child) {
+                        Some(true) => continue,
+                        Some(false) => 1,
+                        None => 2,
+                    }
+                };
+                let replies = if tier == 0 { 0 } else { child.count_moves() };
+                candidates.push((tier, replies, i, child));
+            }
+            candidates.sort_unstable_by_key(|&(tier, replies, i, _)| (tier, replies, i));
+            for (_, _, index, child) in candidates {
                 if !self.solver.wins(&child)? {
                     push_number(&mut self.stream, index as u64);
                     return self.show(&child, false);

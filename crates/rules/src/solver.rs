@@ -216,6 +216,26 @@ impl Symmetries {
         }
         (keys.hash[best], keys.check[best])
     }
+
+    /// The table key of `position`, from scratch.
+    fn key_of(&self, position: &Position) -> (u64, u32) {
+        let count = self.count;
+        let white = position.side_to_move() == Color::White;
+        let mut hash = [zobrist::size(self.size) ^ if white { zobrist::WHITE_TO_MOVE } else { 0 }; 8];
+        let mut check = [if white { zobrist::CHECK_WHITE_TO_MOVE } else { 0 }; 8];
+        let cells = self.size.cells();
+        for cell in self.size.all_cells() {
+            if let Some(color) = position.stone_at(cell) {
+                let row = color.index() * cells + cell.index();
+                for s in 0..count {
+                    hash[s] ^= self.hashes[row][s];
+                    check[s] ^= self.checks[row][s];
+                }
+            }
+        }
+        let best = (0..count).min_by_key(|&s| hash[s]).expect("one symmetry at least");
+        (hash[best], check[best])
+    }
 }
 
 /// The solver's symmetry-folded key of any position of one size, from
@@ -232,23 +252,8 @@ impl ClassKeys {
     }
 
     pub(crate) fn key(&self, position: &Position) -> u128 {
-        let symmetries = &self.0;
-        let count = symmetries.count;
-        let white = position.side_to_move() == Color::White;
-        let mut hash = [zobrist::size(symmetries.size) ^ if white { zobrist::WHITE_TO_MOVE } else { 0 }; 8];
-        let mut check = [if white { zobrist::CHECK_WHITE_TO_MOVE } else { 0 }; 8];
-        let cells = symmetries.size.cells();
-        for cell in symmetries.size.all_cells() {
-            if let Some(color) = position.stone_at(cell) {
-                let row = color.index() * cells + cell.index();
-                for s in 0..count {
-                    hash[s] ^= symmetries.hashes[row][s];
-                    check[s] ^= symmetries.checks[row][s];
-                }
-            }
-        }
-        let best = (0..count).min_by_key(|&s| hash[s]).expect("one symmetry at least");
-        u128::from(hash[best]) | u128::from(check[best]) << 64
+        let (hash, check) = self.0.key_of(position);
+        u128::from(hash) | u128::from(check) << 64
     }
 }
 
@@ -461,6 +466,16 @@ impl Solver {
     /// with a [`MoveOrder::fork`] of it.
     pub fn set_move_order(&mut self, plies: usize, order: Box<dyn MoveOrder>) {
         self.move_order = Some((plies, order));
+    }
+
+    /// Runs `f` with the solver ordering every move by its replies: the
+    /// prover's many small solves, each of which would otherwise ask the
+    /// move order (a network) about its first plies again.
+    pub(crate) fn without_move_order<R>(&mut self, f: impl FnOnce(&mut Solver) -> R) -> R {
+        let order = self.move_order.take();
+        let result = f(self);
+        self.move_order = order;
+        result
     }
 
     /// Puts a result of an earlier solve (with the same symmetry setting)
@@ -765,6 +780,18 @@ impl Solver {
             }
         }
         position.visit(Visit(self))
+    }
+
+    /// The value of `position` if the table holds it, without searching:
+    /// what the prover asks first, to pick the winning moves the solve
+    /// already found over ones it would have to search.
+    pub(crate) fn known(&mut self, position: &Position) -> Option<bool> {
+        let size = position.size();
+        if self.symmetries.as_ref().is_none_or(|s| s.size != size) {
+            self.symmetries = Some(Symmetries::of(size, self.use_symmetry));
+        }
+        let key = self.symmetries.as_ref().expect("just set").key_of(position);
+        self.probe(key)
     }
 
     /// Asks the memory system for the bucket of `hash` without waiting.
