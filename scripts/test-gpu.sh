@@ -28,3 +28,5 @@ fi
 # sharing target/ would rebuild burn for every switch between the builds.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/$backend}"
 cargo test -p konane-nn --features "$backend" --test gpu --locked
+# A whole `konane train` run on the device, resumed, and a match.
+cargo test --features "$backend" --test cli a_run_trains_and_resumes_on_wgpu --locked

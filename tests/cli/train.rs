@@ -103,6 +103,39 @@ fn train_resume_and_plot() {
     }
 }
 
+/// A whole run on burn's wgpu backend: self-play, training, evaluation and
+/// checkpoints on the device, resumed for a third iteration, and the result
+/// playing a match there. Built with `--features wgpu` only;
+/// `scripts/test-gpu.sh` runs it on Mesa's software Vulkan where there is
+/// no GPU.
+#[cfg(feature = "wgpu")]
+#[test]
+fn a_run_trains_and_resumes_on_wgpu() {
+    let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("wgpu.toml");
+    fs::write(&config, TINY.replace("threads = 1\n", "threads = 1\nbackend = \"wgpu\"\n")).unwrap();
+    let run = root.path().join("run");
+    let run_arg = run.to_str().unwrap();
+    let output = konane(&["train", config.to_str().unwrap(), "--run-dir", run_arg, "--quiet"]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("iterations completed: 2"), "{stdout}");
+    let output = konane(&["train", config.to_str().unwrap(), "--resume", run_arg, "--iterations", "3", "--quiet"]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("iterations completed: 3"), "{stdout}");
+    let metrics = konane_trainer::metrics::read(&run.join("metrics.jsonl")).unwrap();
+    assert_eq!(metrics.iter().map(|m| m.iteration).collect::<Vec<_>>(), vec![1, 2, 3]);
+    for m in &metrics {
+        assert!(m.policy_loss.is_finite() && m.policy_loss > 0.0 && m.value_loss.is_finite(), "{m:?}");
+    }
+    let spec = format!("net:{run_arg},sims=4");
+    let eval = ["eval", "--a", &spec, "--b", "random", "--size", "5x5", "--games", "2", "--threads", "1", "--backend", "wgpu"];
+    let output = konane(&eval);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success() && stdout.contains("2 games scored"), "{stdout}\n{stderr}");
+}
+
 #[test]
 fn a_bad_config_fails_at_start_naming_the_key() {
     let root = tempfile::tempdir().unwrap();
