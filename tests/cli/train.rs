@@ -130,7 +130,8 @@ fn a_run_trains_and_resumes_on_wgpu() {
         assert!(m.policy_loss.is_finite() && m.policy_loss > 0.0 && m.value_loss.is_finite(), "{m:?}");
     }
     let spec = format!("net:{run_arg},sims=4");
-    let eval = ["eval", "--a", &spec, "--b", "random", "--size", "5x5", "--games", "2", "--threads", "1", "--backend", "wgpu"];
+    let eval =
+        ["eval", "--a", &spec, "--b", "random", "--size", "5x5", "--games", "2", "--threads", "1", "--backend", "wgpu"];
     let output = konane(&eval);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success() && stdout.contains("2 games scored"), "{stdout}\n{stderr}");
