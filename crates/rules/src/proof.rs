@@ -286,8 +286,12 @@ struct Shown {
 const SHOWN_WON: u128 = 1 << 96;
 
 impl Shown {
-    fn get(&self, position: &Position) -> Option<bool> {
-        let key = self.keys.key(position);
+    fn key(&self, position: &Position) -> u128 {
+        self.keys.key(position)
+    }
+
+    /// The value `key`'s position was shown with, if it was.
+    fn value(&self, key: u128) -> Option<bool> {
         if self.set.contains(&key) {
             Some(false)
         } else if self.set.contains(&(key | SHOWN_WON)) {
@@ -297,13 +301,10 @@ impl Shown {
         }
     }
 
-    /// Records `position` as shown with value `win`; false if it already was.
-    fn insert(&mut self, position: &Position, win: bool) -> bool {
-        if self.get(position).is_some() {
-            return false;
-        }
-        let key = self.keys.key(position);
-        self.set.insert(if win { key | SHOWN_WON } else { key })
+    /// Records `key`'s position as shown with value `win`; false if it
+    /// already was.
+    fn insert(&mut self, key: u128, win: bool) -> bool {
+        self.value(key).is_none() && self.set.insert(if win { key | SHOWN_WON } else { key })
     }
 }
 
@@ -392,7 +393,7 @@ impl Prover<'_> {
 
     /// Writes what shows that `position` has value `win`.
     fn show(&mut self, position: &Position, win: bool) -> Result<(), ProveError> {
-        if !self.shown.insert(position, win) {
+        if !self.shown.insert(self.shown.key(position), win) {
             return Ok(());
         }
         let moves = sorted_moves(position);
@@ -406,7 +407,7 @@ impl Prover<'_> {
             for (i, &mv) in moves.iter().enumerate() {
                 let mut child = *position;
                 child.play_unchecked(mv);
-                let tier = if self.shown.get(&child) == Some(false) {
+                let tier = if self.shown.value(self.shown.key(&child)) == Some(false) {
                     0
                 } else {
                     match self.solver.known(&child) {

@@ -219,22 +219,20 @@ impl Symmetries {
 
     /// The table key of `position`, from scratch.
     fn key_of(&self, position: &Position) -> (u64, u32) {
-        let count = self.count;
-        let white = position.side_to_move() == Color::White;
-        let mut hash = [zobrist::size(self.size) ^ if white { zobrist::WHITE_TO_MOVE } else { 0 }; 8];
-        let mut check = [if white { zobrist::CHECK_WHITE_TO_MOVE } else { 0 }; 8];
-        let cells = self.size.cells();
-        for cell in self.size.all_cells() {
-            if let Some(color) = position.stone_at(cell) {
-                let row = color.index() * cells + cell.index();
-                for s in 0..count {
-                    hash[s] ^= self.hashes[row][s];
-                    check[s] ^= self.checks[row][s];
+        struct Visit<'a>(&'a Symmetries);
+        impl BoardVisitor for Visit<'_> {
+            type Output = (u64, u32);
+            fn visit<B: Bits>(self, board: &Board<B>) -> (u64, u32) {
+                let symmetries = self.0;
+                match symmetries.count {
+                    1 => Symmetries::canonical(&symmetries.keys::<B, 1>(board)),
+                    4 => Symmetries::canonical(&symmetries.keys::<B, 4>(board)),
+                    8 => Symmetries::canonical(&symmetries.keys::<B, 8>(board)),
+                    count => unreachable!("{count} symmetries"),
                 }
             }
         }
-        let best = (0..count).min_by_key(|&s| hash[s]).expect("one symmetry at least");
-        (hash[best], check[best])
+        position.visit(Visit(self))
     }
 }
 
@@ -772,10 +770,7 @@ impl Solver {
             type Output = Result<bool, Unsolved>;
             fn visit<B: Bits>(self, board: &Board<B>) -> Self::Output {
                 let solver = self.0;
-                let size = board.size();
-                if solver.symmetries.as_ref().is_none_or(|s| s.size != size) {
-                    solver.symmetries = Some(Symmetries::of(size, solver.use_symmetry));
-                }
+                solver.symmetries_for(board.size());
                 solver.wins_board(board)
             }
         }
@@ -786,12 +781,16 @@ impl Solver {
     /// what the prover asks first, to pick the winning moves the solve
     /// already found over ones it would have to search.
     pub(crate) fn known(&mut self, position: &Position) -> Option<bool> {
-        let size = position.size();
+        let key = self.symmetries_for(position.size()).key_of(position);
+        self.probe(key)
+    }
+
+    /// The symmetry maps of `size`, made when the size changes.
+    fn symmetries_for(&mut self, size: Size) -> &Symmetries {
         if self.symmetries.as_ref().is_none_or(|s| s.size != size) {
             self.symmetries = Some(Symmetries::of(size, self.use_symmetry));
         }
-        let key = self.symmetries.as_ref().expect("just set").key_of(position);
-        self.probe(key)
+        self.symmetries.as_ref().expect("just set")
     }
 
     /// Asks the memory system for the bucket of `hash` without waiting.
