@@ -175,3 +175,33 @@ fn replies_come_with_a_proof_the_naive_rules_check() {
     assert!(checked.status.success(), "{}", text(&checked).1);
     assert_eq!(field(&text(&checked).0, "value:"), field(&text(&saved).0, "value:"));
 }
+
+/// `--dfpn`: the same value, openings and white replies as alpha-beta, a
+/// proof the naive rules check, and the options it does not take refused.
+#[test]
+fn proof_number_search_answers_as_alpha_beta_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let proof = dir.path().join("5x6.proof");
+    let proof_arg = proof.to_str().unwrap();
+    let (alphabeta, dfpn) = (
+        konane(&["solve", "5x6", "--replies", "--no-policy", "--threads", "1"]),
+        konane(&["solve", "5x6", "--dfpn", "--replies", "--proof", proof_arg]),
+    );
+    assert!(alphabeta.status.success() && dfpn.status.success(), "{}\n{}", text(&alphabeta).1, text(&dfpn).1);
+    let (alphabeta, ours) = (text(&alphabeta).0, text(&dfpn).0);
+    assert!(ours.contains("df-pn"), "{ours}");
+    for key in ["value:", "winning:"] {
+        assert_eq!(field(&ours, key), field(&alphabeta, key), "{ours}");
+    }
+    let after = |report: &str| report.lines().filter(|l| l.starts_with("after ")).map(String::from).collect::<Vec<_>>();
+    assert_eq!(after(&ours), after(&alphabeta));
+    assert!(!after(&ours).is_empty());
+    let checked = konane(&["solve", "--verify", proof_arg]);
+    let (verified, stderr) = text(&checked);
+    assert!(checked.status.success(), "{stderr}");
+    assert_eq!(after(&verified), after(&ours));
+
+    fails_with(&konane(&["solve", "5x6", "--dfpn", "--save", "x"]), &["--save", "--dfpn"]);
+    fails_with(&konane(&["solve", "5x6", "--dfpn", "--threads", "2"]), &["--threads", "--dfpn"]);
+    fails_with(&konane(&["solve", "5x6", "--dfpn", "--proof", proof_arg]), &["--proof", "already exists"]);
+}

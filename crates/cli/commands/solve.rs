@@ -24,8 +24,9 @@ use anyhow::Context;
 use konane_mcts::{Batch, Evaluator};
 use konane_nn::player::load_model;
 use konane_nn::{Backend, Net, NetEvaluator, shipped};
-use konane_rules::solver::{JournalEntry, MoveOrder};
-use konane_rules::{Move, Position, Size, Solver, proof};
+use konane_rules::dfpn::DfpnSolver;
+use konane_rules::solver::{JournalEntry, MoveOrder, Progress};
+use konane_rules::{Move, Position, Size, Solution, Solver, proof};
 use serde::{Deserialize, Serialize};
 
 use super::{human, parse_board};
@@ -89,6 +90,12 @@ pub struct Args {
     /// 40 times the search.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=40))]
     policy_plies: Option<u32>,
+    /// Search by depth-first proof numbers (df-pn) instead of alpha-beta:
+    /// on 7x6 it searched 14 times fewer nodes than alpha-beta by fewest
+    /// replies, on 4x10 16,000 times fewer, and its proofs are smaller.
+    /// One thread, no network, no journal (so no --save or --resume).
+    #[arg(long, conflicts_with_all = ["save", "resume", "threads", "policy", "policy_plies", "no_symmetry", "verify"])]
+    dfpn: bool,
     /// Results that took at least this many nodes go to the journal.
     #[arg(long, default_value_t = 1 << 20, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
     journal_min_work: u64,
@@ -180,6 +187,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.verify {
         return verify(path);
     }
+    if args.dfpn {
+        return solve_by_proof_numbers(&args);
+    }
     let (position, bits, symmetry, dir) = if let Some(dir) = &args.resume {
         let path = dir.join(SOLVE_FILE);
         let text = std::fs::read_to_string(&path).with_context(|| format!("--resume: {}", path.display()))?;
@@ -194,11 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (position, saved.table_bits, saved.symmetry, Some(dir.clone()))
     } else {
         let position = parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?;
-        let bits = match args.table_gib {
-            Some(gib) => Solver::table_bits_for((gib * (1u64 << 30) as f64) as u64).context("--table-gib")?.max(10),
-            None => args.table_bits,
-        };
-        (position, bits, !args.no_symmetry, args.save.clone())
+        (position, table_bits(&args)?, !args.no_symmetry, args.save.clone())
     };
     let size = position.size();
     let start = Instant::now();
@@ -241,54 +247,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 
     let policy = if args.no_policy { None } else { Some(order_by_policy(&mut solver, &args, size)?) };
-    let progress = solver.progress();
-    let done = AtomicBool::new(false);
-    let roots = position.moves().len();
-    let solved_roots = AtomicUsize::new(0);
     let threads = args.threads.unwrap_or_else(super::cores);
-    let solution = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut last = Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(100));
-                if last.elapsed() >= Duration::from_secs(10) {
-                    last = Instant::now();
-                    let nodes = progress.nodes();
-                    let seconds = start.elapsed().as_secs_f64();
-                    eprintln!(
-                        "solving {size}: {} nodes in {seconds:.0}s ({} nodes/s), root moves done {}/{roots}, {}",
-                        human(nodes as f64),
-                        human(nodes as f64 / seconds),
-                        solved_roots.load(Ordering::Relaxed),
-                        remaining(progress.resolved(), seconds),
-                    );
-                }
-            }
-        });
-        let solution = solver.solve_each_parallel(&position, threads, |mv, wins| {
-            let done = solved_roots.fetch_add(1, Ordering::Relaxed) + 1;
-            // A long solve tells each root move's value as soon as it is known.
-            if start.elapsed() >= Duration::from_secs(10) {
-                let value = if wins { "wins" } else { "loses" };
-                eprintln!("solved {} ({done}/{roots}): {value}", mv.to_text(size));
-            }
-        });
-        done.store(true, Ordering::Relaxed);
-        solution
+    let solution = while_reporting_progress(&position, start, &solver.progress(), |on_move| {
+        solver.solve_each_parallel(&position, threads, on_move)
     });
     let solution = solution.map_err(|_| anyhow::anyhow!("the solve stopped: its journal could not be written"))?;
-    let seconds = start.elapsed().as_secs_f64();
-    let winning: Vec<String> = solution.winning_moves.iter().map(|m| m.to_text(size)).collect();
-    let mut report = format!(
-        "value: {}\nwinning: {}\nside: {}  nodes: {}  time: {seconds:.3}s  ({} nodes/s)  table: {} MiB{}\n",
-        if solution.win { "W" } else { "L" },
-        winning.join(" "),
-        position.side_to_move(),
-        solution.nodes,
-        human(solution.nodes as f64 / seconds.max(1e-9)),
-        solver.table_bytes() >> 20,
-        if symmetry { "" } else { ", symmetry off" }
-    );
+    let mut report =
+        solution_text(&position, &solution, start, solver.table_bytes(), if symmetry { "" } else { ", symmetry off" });
     if let Some((calls, plies)) = &policy {
         report.push_str(&format!(
             "policy: {} network calls over the first {plies} plies\n",
@@ -326,6 +291,132 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         stdout.write_all(line.as_bytes())?;
     }
     Ok(())
+}
+
+/// The table size `--table-bits` or `--table-gib` asks for, in the
+/// alpha-beta solver's 32-byte buckets.
+fn table_bits(args: &Args) -> anyhow::Result<u32> {
+    Ok(match args.table_gib {
+        Some(gib) => Solver::table_bits_for((gib * (1u64 << 30) as f64) as u64).context("--table-gib")?.max(10),
+        None => args.table_bits,
+    })
+}
+
+/// `--dfpn`: the value and winning moves by proof-number search, in the
+/// same report as the alpha-beta solve's.
+fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
+    let position = parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?;
+    if let Some(path) = &args.proof {
+        anyhow::ensure!(!path.exists(), "--proof: {} already exists", path.display());
+    }
+    let start = Instant::now();
+    // Its sets hold two entries in 64 bytes: half as many sets as the
+    // alpha-beta table's buckets is the same memory.
+    let mut solver = DfpnSolver::try_new(table_bits(args)? - 1).context("the transposition table")?;
+    let solution = while_reporting_progress(&position, start, &solver.progress(), |on_move| {
+        solver.solve_each(&position, u64::MAX, on_move)
+    })
+    .expect("no node limit");
+    let mut report = solution_text(&position, &solution, start, solver.table_bytes(), ", df-pn");
+    if args.replies {
+        let mut values = Vec::new();
+        for mv in sorted_moves(&position) {
+            let mut child = position;
+            child.play_unchecked(mv);
+            let mut answer = solver.solve(&child);
+            answer.winning_moves.sort_unstable();
+            values.push(proof::MoveValue { mv, wins: !answer.win, winning_replies: answer.winning_moves });
+        }
+        report.push_str(&replies_text(&position, &values));
+    }
+    let mut stdout = super::stdout();
+    stdout.write_all(report.as_bytes())?;
+    stdout.flush()?;
+    if let Some(path) = &args.proof {
+        let proving = Instant::now();
+        let (proof, values) = proof::prove_with(&mut solver, &position, proof::MAX_DEPTH)?;
+        anyhow::ensure!(values.win == solution.win, "the proof's value differs from the solve's (a false table hit?)");
+        let bytes = proof.to_bytes();
+        konane_files::write_atomically(path, &bytes).with_context(|| format!("{}", path.display()))?;
+        writeln!(
+            stdout,
+            "proof: {} ({} positions, {} bytes, {:.1}s)",
+            path.display(),
+            values.positions,
+            bytes.len(),
+            proving.elapsed().as_secs_f64()
+        )?;
+    }
+    Ok(())
+}
+
+/// The moves of `position` in the order reports and proofs list them.
+fn sorted_moves(position: &Position) -> Vec<Move> {
+    let mut moves: Vec<Move> = position.moves().into_iter().collect();
+    moves.sort_unstable();
+    moves
+}
+
+/// Runs `solve`, giving it what to call with each root move's value, and
+/// prints a progress line every 10 s while it runs (and each root move's
+/// value once the solve has taken 10 s).
+fn while_reporting_progress<T: Send>(
+    position: &Position,
+    start: Instant,
+    progress: &Progress,
+    solve: impl FnOnce(&(dyn Fn(Move, bool) + Sync)) -> T,
+) -> T {
+    let size = position.size();
+    let done = AtomicBool::new(false);
+    let roots = position.moves().len();
+    let solved_roots = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut last = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if last.elapsed() >= Duration::from_secs(10) {
+                    last = Instant::now();
+                    let nodes = progress.nodes();
+                    let seconds = start.elapsed().as_secs_f64();
+                    eprintln!(
+                        "solving {size}: {} nodes in {seconds:.0}s ({} nodes/s), root moves done {}/{roots}, {}",
+                        human(nodes as f64),
+                        human(nodes as f64 / seconds),
+                        solved_roots.load(Ordering::Relaxed),
+                        remaining(progress.resolved(), seconds),
+                    );
+                }
+            }
+        });
+        let solution = solve(&|mv, wins| {
+            let done = solved_roots.fetch_add(1, Ordering::Relaxed) + 1;
+            // A long solve tells each root move's value as soon as it is known.
+            if start.elapsed() >= Duration::from_secs(10) {
+                let value = if wins { "wins" } else { "loses" };
+                eprintln!("solved {} ({done}/{roots}): {value}", mv.to_text(size));
+            }
+        });
+        done.store(true, Ordering::Relaxed);
+        solution
+    })
+}
+
+/// The report's first lines: the value, the winning moves, and what the
+/// search cost (`note` ends the last line).
+fn solution_text(position: &Position, solution: &Solution, start: Instant, table_bytes: u64, note: &str) -> String {
+    let size = position.size();
+    let seconds = start.elapsed().as_secs_f64();
+    let winning: Vec<String> = solution.winning_moves.iter().map(|m| m.to_text(size)).collect();
+    format!(
+        "value: {}\nwinning: {}\nside: {}  nodes: {}  time: {seconds:.3}s  ({} nodes/s)  table: {} MiB{note}\n",
+        if solution.win { "W" } else { "L" },
+        winning.join(" "),
+        position.side_to_move(),
+        solution.nodes,
+        human(solution.nodes as f64 / seconds.max(1e-9)),
+        table_bytes >> 20,
+    )
 }
 
 /// Gives `solver` the move order of `--policy` (the shipped network by
@@ -402,10 +493,8 @@ fn save_result(dir: Option<&Path>, position: &Position, report: &str) -> anyhow:
 /// winning replies, from the solver (its table answers most of it after
 /// the solve).
 fn move_values(solver: &mut Solver, position: &Position, threads: usize) -> anyhow::Result<Vec<proof::MoveValue>> {
-    let mut moves: Vec<Move> = position.moves().into_iter().collect();
-    moves.sort_unstable();
     let mut values = Vec::new();
-    for mv in moves {
+    for mv in sorted_moves(position) {
         let mut child = *position;
         child.play_unchecked(mv);
         let mut answer = solver.solve_each_parallel(&child, threads, |_, _| {}).context("the replies")?;

@@ -17,6 +17,7 @@
 
 pub mod bits;
 pub mod board;
+pub mod dfpn;
 mod error;
 mod geometry;
 mod moves;

@@ -23,6 +23,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
+use crate::dfpn::DfpnSolver;
 use crate::geometry::Color;
 use crate::moves::Move;
 use crate::naive::Naive;
@@ -356,23 +357,69 @@ fn sorted_moves(position: &Position) -> Vec<Move> {
 /// # Panics
 /// If `depth` is above [`MAX_DEPTH`].
 pub fn prove(solver: &mut Solver, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
-    assert!(depth <= MAX_DEPTH, "proof depth {depth}");
-    solver.without_move_order(|solver| {
-        let shown = Shown { keys: ClassKeys::new(position.size()), set: HashSet::new() };
-        let mut prover = Prover { solver, shown, stream: Vec::new() };
-        let (win, moves) = prover.expand(position, depth)?;
-        let report = Report { win, moves, positions: prover.shown.set.len() as u64 };
-        Ok((Proof { position: *position, depth, stream: prover.stream }, report))
-    })
+    solver.without_move_order(|solver| prove_with(solver, position, depth))
 }
 
-struct Prover<'a> {
-    solver: &'a mut Solver,
+/// What the prover asks a solver: the values its table already holds, and
+/// the values of the positions it must solve. The alpha-beta [`Solver`]
+/// and the proof-number [`DfpnSolver`] both answer; whatever they answer,
+/// the checker trusts only the naive rules.
+pub trait Oracle {
+    /// Whether the side to move wins `position`, searching if need be.
+    ///
+    /// # Errors
+    /// The solver's node budget ran out.
+    fn wins(&mut self, position: &Position) -> Result<bool, Unsolved>;
+
+    /// The value of `position` if the table holds it, without searching.
+    fn known(&mut self, position: &Position) -> Option<bool>;
+}
+
+impl Oracle for Solver {
+    fn wins(&mut self, position: &Position) -> Result<bool, Unsolved> {
+        Solver::wins(self, position)
+    }
+
+    fn known(&mut self, position: &Position) -> Option<bool> {
+        Solver::known(self, position)
+    }
+}
+
+impl Oracle for DfpnSolver {
+    fn wins(&mut self, position: &Position) -> Result<bool, Unsolved> {
+        DfpnSolver::wins(self, position)
+    }
+
+    fn known(&mut self, position: &Position) -> Option<bool> {
+        DfpnSolver::known(self, position)
+    }
+}
+
+/// As [`prove`], with any [`Oracle`]: a df-pn solver's table holds the
+/// small proof its search found, so its proofs are far smaller than the
+/// alpha-beta solver's (whose table holds every position it searched).
+///
+/// # Errors
+/// As [`prove`].
+///
+/// # Panics
+/// If `depth` is above [`MAX_DEPTH`].
+pub fn prove_with(oracle: &mut impl Oracle, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
+    assert!(depth <= MAX_DEPTH, "proof depth {depth}");
+    let shown = Shown { keys: ClassKeys::new(position.size()), set: HashSet::new() };
+    let mut prover = Prover { solver: oracle, shown, stream: Vec::new() };
+    let (win, moves) = prover.expand(position, depth)?;
+    let report = Report { win, moves, positions: prover.shown.set.len() as u64 };
+    Ok((Proof { position: *position, depth, stream: prover.stream }, report))
+}
+
+struct Prover<'a, O> {
+    solver: &'a mut O,
     shown: Shown,
     stream: Vec<u8>,
 }
 
-impl Prover<'_> {
+impl<O: Oracle> Prover<'_, O> {
     /// The value of `position` shown `depth` plies in full: whether the side
     /// to move wins, and each move's value and winning replies.
     fn expand(&mut self, position: &Position, depth: u8) -> Result<(bool, Vec<MoveValue>), ProveError> {

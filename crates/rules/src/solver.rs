@@ -130,7 +130,7 @@ fn holds((key, data): (u64, u64), (hash, check): (u64, u32)) -> bool {
 /// folds ([`Symmetries::count`]: 1, 4 or 8). A constant, so that the
 /// per-move updates unroll.
 #[derive(Clone, Copy)]
-struct Keys<const N: usize> {
+pub(crate) struct Keys<const N: usize> {
     hash: [u64; N],
     check: [u32; N],
 }
@@ -138,9 +138,9 @@ struct Keys<const N: usize> {
 /// The Zobrist keys of a stone on each cell under each symmetry of one
 /// board size, laid out so that a move updates all `N` image hashes with
 /// a few vector XORs instead of `N` table lookups per cell.
-struct Symmetries {
-    size: Size,
-    count: usize,
+pub(crate) struct Symmetries {
+    pub(crate) size: Size,
+    pub(crate) count: usize,
     /// `hashes[color * cells + cell][s]`: the key of a `color` stone on the
     /// image of `cell` under symmetry `s`.
     hashes: Vec<[u64; 8]>,
@@ -149,7 +149,7 @@ struct Symmetries {
 }
 
 impl Symmetries {
-    fn of(size: Size, enabled: bool) -> Symmetries {
+    pub(crate) fn of(size: Size, enabled: bool) -> Symmetries {
         let symmetries = if enabled { Symmetry::of(size) } else { &Symmetry::ALL[..1] };
         let cells = size.cells();
         let mut hashes = vec![[0u64; 8]; 2 * cells];
@@ -168,7 +168,7 @@ impl Symmetries {
     }
 
     /// The keys of `board` from scratch.
-    fn keys<B: Bits, const N: usize>(&self, board: &Board<B>) -> Keys<N> {
+    pub(crate) fn keys<B: Bits, const N: usize>(&self, board: &Board<B>) -> Keys<N> {
         debug_assert_eq!(N, self.count);
         let side = board.side_to_move() == Color::White;
         let base = zobrist::size(self.size) ^ if side { zobrist::WHITE_TO_MOVE } else { 0 };
@@ -194,7 +194,7 @@ impl Symmetries {
 
     /// The keys after `mover` plays `mv`.
     #[inline]
-    fn after<const N: usize>(&self, keys: &Keys<N>, mover: Color, mv: Move) -> Keys<N> {
+    pub(crate) fn after<const N: usize>(&self, keys: &Keys<N>, mover: Color, mv: Move) -> Keys<N> {
         let mut next = *keys;
         mv.toggles(self.size, mover, |color, cell| self.toggle(&mut next, color, cell));
         for (hash, check) in next.hash.iter_mut().zip(&mut next.check) {
@@ -207,7 +207,7 @@ impl Symmetries {
     /// The table key of the position: the smallest image hash and that
     /// image's check hash.
     #[inline]
-    fn canonical<const N: usize>(keys: &Keys<N>) -> (u64, u32) {
+    pub(crate) fn canonical<const N: usize>(keys: &Keys<N>) -> (u64, u32) {
         let mut best = 0;
         for s in 1..N {
             if keys.hash[s] < keys.hash[best] {
@@ -218,7 +218,7 @@ impl Symmetries {
     }
 
     /// The table key of `position`, from scratch.
-    fn key_of(&self, position: &Position) -> (u64, u32) {
+    pub(crate) fn key_of(&self, position: &Position) -> (u64, u32) {
         struct Visit<'a>(&'a Symmetries);
         impl BoardVisitor for Visit<'_> {
             type Output = (u64, u32);
@@ -349,16 +349,16 @@ pub struct Solver {
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Nodes searched, in steps of 4,096.
-    nodes: AtomicU64,
+    pub(crate) nodes: AtomicU64,
     /// The root's moves resolved, in units of [`Progress::ONE`] for all of
     /// them: a finished move counts whole, the move being searched by the
     /// share of its tree its search has resolved (see `publish_progress`).
-    resolved: AtomicU64,
+    pub(crate) resolved: AtomicU64,
 }
 
 impl Progress {
     /// The whole solve, in the units of `resolved`.
-    const ONE: u64 = 1 << 32;
+    pub(crate) const ONE: u64 = 1 << 32;
 
     /// Nodes the solver and its threads have searched (in steps of 4,096).
     pub fn nodes(&self) -> u64 {
@@ -367,7 +367,7 @@ impl Progress {
 
     /// A new solve of a position with `moves` root moves: nothing resolved
     /// yet, unless there is nothing to resolve.
-    fn start(&self, moves: usize) {
+    pub(crate) fn start(&self, moves: usize) {
         self.resolved.store(if moves == 0 { Progress::ONE } else { 0 }, Ordering::Relaxed);
     }
 
@@ -1048,7 +1048,7 @@ impl Solver {
 /// memory is touched): every probe lands on a random page, and with 4 KiB
 /// pages nearly every one also misses the TLB.
 #[cfg(target_os = "linux")]
-fn advise_huge_pages(start: *const u8, len: usize) {
+pub(crate) fn advise_huge_pages(start: *const u8, len: usize) {
     const HUGE: usize = 2 << 20;
     let begin = (start as usize).next_multiple_of(HUGE);
     let end = (start as usize + len) & !(HUGE - 1);
@@ -1063,7 +1063,7 @@ fn advise_huge_pages(start: *const u8, len: usize) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_start: *const u8, _len: usize) {}
+pub(crate) fn advise_huge_pages(_start: *const u8, _len: usize) {}
 
 /// Plain minimax without table or ordering: the reference the solver is
 /// tested against on tiny boards.

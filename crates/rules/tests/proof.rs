@@ -6,6 +6,7 @@
 mod common;
 
 use common::played;
+use konane_rules::dfpn::DfpnSolver;
 use konane_rules::proof::{self, MAX_DEPTH, Proof, ProofError, Report};
 use konane_rules::solver::{Solver, minimax_wins};
 use konane_rules::{Move, Position, Size};
@@ -55,6 +56,37 @@ fn proofs_of_small_boards_check_and_agree_with_minimax() {
         let checked = proof::verify(&read).unwrap();
         assert_eq!(summary(&checked), expected, "{size}: the checker");
         assert_eq!(checked.positions, proven.positions, "{size}: both walks show the same positions");
+    }
+}
+
+/// A proof made from df-pn's table checks, tells what minimax tells, and
+/// is smaller than the alpha-beta solver's: df-pn's table holds the small
+/// proof its search found, alpha-beta's every position it searched.
+#[test]
+fn proofs_from_proof_number_search_check_and_are_smaller() {
+    for size in ["4x4", "5x4", "4x5", "5x5", "6x4", "6x5", "5x6"] {
+        let start = Position::start(size.parse().unwrap());
+        let mut dfpn = DfpnSolver::new(17);
+        let solved = dfpn.solve(&start);
+        let (proof, proven) = proof::prove_with(&mut dfpn, &start, MAX_DEPTH).unwrap();
+        assert_eq!(proven.win, solved.win, "{size}");
+        let checked = proof::verify(&Proof::from_bytes(&proof.to_bytes()).unwrap()).unwrap();
+        assert_eq!(summary(&checked), summary(&proven), "{size}: the checker");
+        if size.len() == 3 && size.as_bytes()[0] <= b'5' && size.as_bytes()[2] <= b'5' {
+            assert_eq!(summary(&checked), minimax_report(&start), "{size}: minimax");
+        }
+        let mut solver = Solver::new(18);
+        solver.solve(&start);
+        let (_, alphabeta) = proof::prove(&mut solver, &start, MAX_DEPTH).unwrap();
+        assert_eq!(summary(&alphabeta), summary(&proven), "{size}: the two provers");
+        if size == "6x5" || size == "5x6" {
+            assert!(
+                proven.positions * 2 < alphabeta.positions,
+                "{size}: df-pn's proof holds {} positions, alpha-beta's {}",
+                proven.positions,
+                alphabeta.positions
+            );
+        }
     }
 }
 

@@ -1,0 +1,453 @@
+//! Depth-first proof-number search (df-pn, Nagai 2002), the best-first
+//! proof search the solve issue asked to measure beside the alpha-beta
+//! [`Solver`](crate::Solver).
+//!
+//! Every node carries two numbers from its mover's point of view: `phi`,
+//! an estimate of the nodes still needed to prove that the mover wins,
+//! and `delta`, to prove that it loses. A win needs one child the
+//! opponent loses (`phi = min delta(child)`), a loss needs every child
+//! won by the opponent (`delta = sum phi(child)`). The search always
+//! descends into the child that is cheapest to finish the proof with, and
+//! only as long as the numbers stay under thresholds handed down from the
+//! parent, so it runs in a depth-first recursion with a transposition table
+//! instead of keeping the best-first tree in memory. Kōnane's games only
+//! ever remove stones, so the game graph has no cycles, and the classic
+//! graph-history troubles of df-pn cannot arise.
+//!
+//! A new node's numbers come from its number of moves (`phi = 1`,
+//! `delta = moves`): a position with few replies is quick to refute, which
+//! is the order the alpha-beta solver tries moves in. The child's
+//! threshold uses the 1 + epsilon trick (Pawlewicz and Lew 2007), which
+//! cuts the re-expansions of plain df-pn.
+//!
+//! The table is keyed by the same symmetry-folded 96-bit keys as the
+//! alpha-beta solver's and replaces the entry with the smallest subtree.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::bits::Bits;
+use crate::board::Board;
+use crate::geometry::Size;
+use crate::moves::{Move, MoveList};
+use crate::position::{BoardVisitor, Position};
+use crate::solver::{Keys, Progress, Solution, Symmetries, TableError, Unsolved, advise_huge_pages};
+
+/// An infinite proof or disproof number: the question is settled.
+const INF: u64 = u64::MAX;
+
+/// The largest finite number; sums stop there (no Kōnane proof comes near
+/// it, and a number that did would only slow the search, not mislead it).
+const BIG: u64 = INF / 4;
+
+/// Entries per set of the table: a set is one cache line.
+const WAYS: usize = 2;
+
+/// A table entry: a position's symmetry class, its numbers and the nodes
+/// its search took (to keep expensive entries). `hash == 0` is empty.
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    hash: u64,
+    check: u32,
+    work: u32,
+    phi: u64,
+    delta: u64,
+}
+
+/// The entries a position may be filed in, one cache line: a probe costs
+/// one miss.
+#[derive(Clone, Copy, Default)]
+#[repr(align(64))]
+struct Set([Entry; WAYS]);
+
+/// A move of the node being searched and its child's current numbers.
+#[derive(Clone, Copy)]
+struct Child {
+    mv: Move,
+    /// The table key of the position after `mv`.
+    key: (u64, u32),
+    phi: u64,
+    delta: u64,
+}
+
+/// A df-pn solver: its table and per-ply scratch, reusable across solves of
+/// one board size.
+pub struct DfpnSolver {
+    table: Vec<Set>,
+    scratch: Vec<Vec<Child>>,
+    symmetries: Option<Symmetries>,
+    nodes: u64,
+    node_limit: u64,
+    progress: Arc<Progress>,
+    /// The child threshold's factor over the second-best sibling, in
+    /// 1/1024ths above one (256: 1.25).
+    epsilon: u64,
+}
+
+impl DfpnSolver {
+    /// The largest table: 2^28 sets of 64 bytes, 16 GiB.
+    pub const MAX_TABLE_BITS: u32 = 28;
+
+    /// A solver with a table of `2^table_bits` sets of two 32-byte
+    /// entries (64 bytes a set).
+    ///
+    /// # Panics
+    /// If the table cannot be had (see [`DfpnSolver::try_new`], for sizes
+    /// users choose).
+    pub fn new(table_bits: u32) -> DfpnSolver {
+        DfpnSolver::try_new(table_bits).unwrap_or_else(|e| panic!("DfpnSolver::new: {e}"))
+    }
+
+    /// A solver with `2^table_bits` sets of 64 bytes, if that is within
+    /// [`DfpnSolver::MAX_TABLE_BITS`] and the system grants the memory.
+    ///
+    /// # Errors
+    /// [`TableError`]: too many bits, or no memory.
+    pub fn try_new(table_bits: u32) -> Result<DfpnSolver, TableError> {
+        if table_bits > Self::MAX_TABLE_BITS {
+            return Err(TableError::TooLarge(table_bits));
+        }
+        let sets = 1usize << table_bits;
+        let mut table: Vec<Set> = Vec::new();
+        table.try_reserve_exact(sets).map_err(|_| TableError::OutOfMemory((sets * size_of::<Set>()) as u64 >> 20))?;
+        advise_huge_pages(table.as_ptr().cast(), sets * size_of::<Set>());
+        table.resize(sets, Set::default());
+        Ok(DfpnSolver {
+            table,
+            scratch: Vec::new(),
+            symmetries: None,
+            nodes: 0,
+            node_limit: u64::MAX,
+            progress: Arc::default(),
+            epsilon: 512,
+        })
+    }
+
+    /// The table's size in bytes.
+    pub fn table_bytes(&self) -> u64 {
+        (self.table.len() * size_of::<Set>()) as u64
+    }
+
+    /// The solve's progress (nodes, and the share of root moves done), to
+    /// read from another thread while it runs.
+    pub fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
+    }
+
+    /// Sets the 1 + epsilon factor of the child thresholds, in 1/1024ths
+    /// above one (0: plain df-pn's `second best + 1`; the default 512,
+    /// 1.5, searched 6x6 in the fewest nodes of 0, 256, 512, 1024 and 2048).
+    pub fn set_epsilon(&mut self, epsilon_1024ths: u64) {
+        self.epsilon = epsilon_1024ths;
+    }
+
+    /// Whether the side to move wins `position`, within about `node_limit`
+    /// nodes (counted from the last solve's start).
+    ///
+    /// # Errors
+    /// The node budget ran out; what was learnt stays in the table.
+    pub fn wins_within(&mut self, position: &Position, node_limit: u64) -> Result<bool, Unsolved> {
+        struct Visit<'a>(&'a mut DfpnSolver);
+        impl BoardVisitor for Visit<'_> {
+            type Output = Result<bool, Unsolved>;
+            fn visit<B: Bits>(self, board: &Board<B>) -> Self::Output {
+                self.0.root(board)
+            }
+        }
+        self.node_limit = node_limit;
+        position.visit(Visit(self))
+    }
+
+    /// The value of `position` and all its winning moves: each move's
+    /// position proven or disproven in turn, the table shared (so a move
+    /// that a symmetry maps onto one already solved costs a probe), and
+    /// `on_move(move, lost)` told each one's value as it is found.
+    ///
+    /// # Errors
+    /// The budget ran out; what was learnt stays in the table.
+    pub fn solve_each(
+        &mut self,
+        position: &Position,
+        node_limit: u64,
+        mut on_move: impl FnMut(Move, bool),
+    ) -> Result<Solution, Unsolved> {
+        self.nodes = 0;
+        let moves = position.moves();
+        self.progress.start(moves.len());
+        let mut winning_moves = Vec::new();
+        for (i, &mv) in moves.iter().enumerate() {
+            let mut child = *position;
+            child.play_unchecked(mv);
+            let lost = !self.wins_within(&child, node_limit)?;
+            if lost {
+                winning_moves.push(mv);
+            }
+            on_move(mv, lost);
+            let share =
+                Progress::ONE * (i as u64 + 1) / moves.len() as u64 - Progress::ONE * i as u64 / moves.len() as u64;
+            self.progress.resolved.fetch_add(share, Ordering::Relaxed);
+        }
+        Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes, threads: 1 })
+    }
+
+    /// The value of `position` and all its winning moves.
+    pub fn solve(&mut self, position: &Position) -> Solution {
+        self.solve_each(position, u64::MAX, |_, _| {}).expect("no node limit")
+    }
+
+    /// Whether the side to move wins `position`, within the node budget of
+    /// the last solve (what the prover asks, [`crate::proof::prove_with`]).
+    ///
+    /// # Errors
+    /// The node budget ran out.
+    pub fn wins(&mut self, position: &Position) -> Result<bool, Unsolved> {
+        self.wins_within(position, self.node_limit)
+    }
+
+    /// The value of `position` if the table holds it proven or disproven,
+    /// without searching.
+    pub fn known(&mut self, position: &Position) -> Option<bool> {
+        self.symmetries_for(position.size());
+        let (hash, check) = self.symmetries.as_ref().expect("just set").key_of(position);
+        match self.probe((hash | 1, check))? {
+            (0, _) => Some(true),
+            (_, 0) => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Nodes searched since the last solve started.
+    pub fn nodes(&self) -> u64 {
+        self.nodes
+    }
+
+    fn symmetries_for(&mut self, size: Size) {
+        if self.symmetries.as_ref().is_none_or(|s| s.size != size) {
+            // A new size: the keys of the old one mean nothing now.
+            self.symmetries = Some(Symmetries::of(size, true));
+            self.table.fill(Set::default());
+        }
+    }
+
+    fn root<B: Bits>(&mut self, board: &Board<B>) -> Result<bool, Unsolved> {
+        self.symmetries_for(board.size());
+        let symmetries = self.symmetries.take().expect("just set");
+        let result = match symmetries.count {
+            1 => self.mid::<B, 1>(board, &symmetries.keys(board), INF, INF, 0, &symmetries),
+            4 => self.mid::<B, 4>(board, &symmetries.keys(board), INF, INF, 0, &symmetries),
+            8 => self.mid::<B, 8>(board, &symmetries.keys(board), INF, INF, 0, &symmetries),
+            count => unreachable!("{count} symmetries"),
+        };
+        self.symmetries = Some(symmetries);
+        let (phi, delta) = result?;
+        debug_assert!(phi == 0 || delta == 0, "the root search ends settled");
+        Ok(phi == 0)
+    }
+
+    /// The set `hash` is filed in.
+    fn set(&self, hash: u64) -> &Set {
+        &self.table[hash as usize & (self.table.len() - 1)]
+    }
+
+    /// Asks the memory system for the set of `hash` without waiting.
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let set = self.set(hash);
+            // SAFETY: a prefetch is a hint that never faults, and the pointer
+            // is to a live entry of the table.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(set).cast());
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
+    fn probe(&self, (hash, check): (u64, u32)) -> Option<(u64, u64)> {
+        self.set(hash).0.iter().find(|e| e.hash == hash && e.check == check).map(|e| (e.phi, e.delta))
+    }
+
+    /// Files a node's numbers: over its own entry, else over an empty one,
+    /// else over the one whose search took the fewest nodes.
+    fn store(&mut self, (hash, check): (u64, u32), phi: u64, delta: u64, work: u64) {
+        let index = hash as usize & (self.table.len() - 1);
+        let ways = &mut self.table[index].0;
+        let slot = ways.iter().position(|e| e.hash == hash && e.check == check).unwrap_or_else(|| {
+            (0..WAYS).min_by_key(|&i| if ways[i].hash == 0 { 0 } else { u64::from(ways[i].work) + 1 }).expect("ways")
+        });
+        ways[slot] = Entry { hash, check, work: u32::try_from(work).unwrap_or(u32::MAX), phi, delta };
+    }
+
+    /// The table key of a position: the smallest image hash with its lowest
+    /// bit set (never the empty marker 0) and that image's check hash.
+    #[inline]
+    fn key<const N: usize>(keys: &Keys<N>) -> (u64, u32) {
+        let (hash, check) = Symmetries::canonical(keys);
+        (hash | 1, check)
+    }
+
+    /// The multiple-iterative-deepening search of one node: searches until
+    /// its `phi` reaches `th_phi` or its `delta` reaches `th_delta`, and
+    /// returns both.
+    fn mid<B: Bits, const N: usize>(
+        &mut self,
+        board: &Board<B>,
+        keys: &Keys<N>,
+        th_phi: u64,
+        th_delta: u64,
+        ply: usize,
+        symmetries: &Symmetries,
+    ) -> Result<(u64, u64), Unsolved> {
+        self.nodes += 1;
+        if self.nodes > self.node_limit {
+            return Err(Unsolved(self.nodes));
+        }
+        if self.nodes & 0xFFF == 0 {
+            self.progress.nodes.fetch_add(0x1000, Ordering::Relaxed);
+        }
+        let key = Self::key(keys);
+        if let Some((phi, delta)) = self.probe(key)
+            && (phi >= th_phi || delta >= th_delta)
+        {
+            return Ok((phi, delta));
+        }
+        let start = self.nodes;
+        if self.scratch.len() <= ply {
+            self.scratch.resize_with(ply + 1, Vec::new);
+        }
+        let mut children = std::mem::take(&mut self.scratch[ply]);
+        children.clear();
+        let mut moves = MoveList::new();
+        board.generate(&mut moves);
+        let mover = board.side_to_move();
+        // Every child's key first, its set fetched from memory without
+        // waiting, then the probes (mostly cache hits by then).
+        for &mv in &moves {
+            let child_key = Self::key(&symmetries.after(keys, mover, mv));
+            self.prefetch(child_key.0);
+            children.push(Child { mv, key: child_key, phi: 1, delta: 1 });
+        }
+        for child_entry in &mut children {
+            (child_entry.phi, child_entry.delta) = self.probe(child_entry.key).unwrap_or_else(|| {
+                let mut child = *board;
+                child.play_unchecked(child_entry.mv);
+                match child.count_moves() {
+                    0 => (INF, 0),
+                    replies => (1, u64::from(replies)),
+                }
+            });
+        }
+        let result = loop {
+            // phi = min delta(child), delta = sum phi(child); the best child
+            // has the least delta, `second` the next least.
+            let mut phi = INF;
+            let mut delta = 0u64;
+            let (mut best, mut second) = (0, INF);
+            for (i, child) in children.iter().enumerate() {
+                if child.delta < phi {
+                    second = phi;
+                    phi = child.delta;
+                    best = i;
+                } else if child.delta < second {
+                    second = child.delta;
+                }
+                delta = if child.phi == INF { INF } else { delta.saturating_add(child.phi) };
+            }
+            if delta != INF {
+                delta = delta.min(BIG);
+            }
+            if phi >= th_phi || delta >= th_delta {
+                break (phi, delta);
+            }
+            let chosen = children[best];
+            // The child may grow its phi until the parent's delta reaches
+            // its threshold, and its delta until it passes the second best
+            // sibling's (by a factor 1 + epsilon) or the parent's phi threshold.
+            let child_th_phi = if th_delta == INF { INF } else { th_delta - (delta - chosen.phi) };
+            let grown = second.saturating_add(1).max(second.saturating_add(second.saturating_mul(self.epsilon) >> 10));
+            let child_th_delta = th_phi.min(grown);
+            let mut child = *board;
+            child.play_unchecked(chosen.mv);
+            let (child_phi, child_delta) = match self.mid(
+                &child,
+                &symmetries.after(keys, mover, chosen.mv),
+                child_th_phi,
+                child_th_delta,
+                ply + 1,
+                symmetries,
+            ) {
+                Ok(numbers) => numbers,
+                Err(e) => {
+                    self.scratch[ply] = children;
+                    return Err(e);
+                }
+            };
+            children[best].phi = child_phi;
+            children[best].delta = child_delta;
+        };
+        self.scratch[ply] = children;
+        self.store(key, result.0, result.1, self.nodes - start);
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::{Solver, minimax_wins};
+
+    /// df-pn agrees with plain minimax on every position of random games
+    /// on the small boards, and with the alpha-beta solver on bigger ones.
+    #[test]
+    fn dfpn_agrees_with_minimax_and_the_solver() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let mut dfpn = DfpnSolver::new(12); // small, so entries get replaced
+        let mut checked = 0;
+        for (cols, rows) in [(3, 3), (4, 4), (4, 5), (5, 4), (3, 6), (5, 5)] {
+            for _ in 0..20 {
+                let mut position = Position::start(Size::new(cols, rows).unwrap());
+                loop {
+                    assert_eq!(dfpn.wins_within(&position, u64::MAX), Ok(minimax_wins(&position)), "{position}");
+                    checked += 1;
+                    let moves = position.moves();
+                    if moves.is_empty() {
+                        break;
+                    }
+                    position.play_unchecked(moves[rng.random_range(0..moves.len())]);
+                }
+            }
+        }
+        assert!(checked > 500, "{checked} positions");
+        // Every opening's value, not only the root's.
+        let mut solver = Solver::new(16);
+        for (cols, rows) in [(6, 5), (5, 6), (7, 4), (4, 7), (5, 5)] {
+            let start = Position::start(Size::new(cols, rows).unwrap());
+            let (ours, theirs) = (dfpn.solve(&start), solver.solve(&start));
+            assert_eq!((ours.win, &ours.winning_moves), (theirs.win, &theirs.winning_moves), "{cols}x{rows}");
+        }
+    }
+
+    /// A node budget stops the search with an error, and a second call with
+    /// the table kept finishes with the right value.
+    #[test]
+    fn a_budget_stops_the_search_and_the_table_keeps_the_work() {
+        let start = Position::start(Size::new(6, 5).unwrap());
+        let mut dfpn = DfpnSolver::new(18);
+        let Err(Unsolved(nodes)) = dfpn.solve_each(&start, 1_000, |_, _| {}) else { panic!("6x5 in 1,000 nodes") };
+        assert!(nodes > 1_000);
+        let whole = DfpnSolver::new(18).solve(&start);
+        let rest = dfpn.solve(&start);
+        assert_eq!(rest.win, whole.win);
+        assert!(!whole.win, "6x5 is a white win");
+        assert!(
+            rest.nodes < whole.nodes,
+            "the table kept the first call's work: {} against {}",
+            rest.nodes,
+            whole.nodes
+        );
+        assert_eq!(dfpn.progress().resolved(), 1.0);
+    }
+}
