@@ -12,6 +12,9 @@
 //! to it (from a start: every opening). `--proof FILE` writes a proof of
 //! all that (`konane_rules::proof`), and `konane solve --verify FILE|DIR`
 //! checks it with the naive rules and prints the same lines.
+//!
+//! `--dfpn` searches by proof numbers (`konane_rules::dfpn`) instead, for
+//! the value, the replies and the proof.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -91,14 +94,28 @@ pub struct Args {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=40))]
     policy_plies: Option<u32>,
     /// Search by depth-first proof numbers (df-pn) instead of alpha-beta:
-    /// on 7x6 it searched 14 times fewer nodes than alpha-beta by fewest
-    /// replies, on 4x10 16,000 times fewer, and its proofs are smaller.
-    /// One thread, no network, no journal (so no --save or --resume).
-    #[arg(long, conflicts_with_all = ["save", "resume", "threads", "policy", "policy_plies", "no_symmetry", "verify"])]
+    /// on 7x6 it searched 10 times fewer nodes than alpha-beta by fewest
+    /// replies, on 4x10 16,000 times fewer, and its proofs are 6-13 times
+    /// smaller; where black wins it is slower. One thread and no journal
+    /// (so no --save or --resume); no network unless --policy or
+    /// --policy-plies names one (4 plies: 9-25% fewer nodes).
+    #[arg(long, conflicts_with_all = ["save", "resume", "threads", "no_symmetry", "verify"])]
     dfpn: bool,
+    /// With --dfpn and a policy (--policy or --policy-plies): a move's cost
+    /// per unit of log-prior below the likeliest move's (0.01 to 1000).
+    #[arg(long, hide = true, requires = "dfpn", value_parser = parse_cost_scale)]
+    policy_cost: Option<f32>,
     /// Results that took at least this many nodes go to the journal.
     #[arg(long, default_value_t = 1 << 20, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
     journal_min_work: u64,
+}
+
+fn parse_cost_scale(text: &str) -> Result<f32, String> {
+    let scale: f32 = text.trim().parse().map_err(|e| format!("{e}"))?;
+    if !(scale.is_finite() && (0.01..=1000.0).contains(&scale)) {
+        return Err(format!("{text}: a scale from 0.01 to 1000"));
+    }
+    Ok(scale)
 }
 
 fn parse_gib(text: &str) -> Result<f64, String> {
@@ -313,11 +330,25 @@ fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
     // Its sets hold two entries in 64 bytes: half as many sets as the
     // alpha-beta table's buckets is the same memory.
     let mut solver = DfpnSolver::try_new(table_bits(args)? - 1).context("the transposition table")?;
+    // Without a network unless one is named: see `--dfpn`.
+    let policy = if args.policy.is_some() || args.policy_plies.is_some() {
+        let (order, calls, plies) = policy_order(args, position.size())?;
+        solver.set_move_order(plies as usize, order, args.policy_cost.unwrap_or(4.0));
+        Some((calls, plies))
+    } else {
+        None
+    };
     let solution = while_reporting_progress(&position, start, &solver.progress(), |on_move| {
         solver.solve_each(&position, u64::MAX, on_move)
     })
     .expect("no node limit");
     let mut report = solution_text(&position, &solution, start, solver.table_bytes(), ", df-pn");
+    if let Some((calls, plies)) = &policy {
+        report.push_str(&format!(
+            "policy: {} network calls over the first {plies} plies\n",
+            calls.load(Ordering::Relaxed)
+        ));
+    }
     if args.replies {
         let mut values = Vec::new();
         for mv in sorted_moves(&position) {
@@ -423,6 +454,14 @@ fn solution_text(position: &Position, solution: &Solution, start: Instant, table
 /// default) for `--policy-plies`: the count of its network calls, and the
 /// plies.
 fn order_by_policy(solver: &mut Solver, args: &Args, size: Size) -> anyhow::Result<(Arc<AtomicU64>, u32)> {
+    let (order, calls, plies) = policy_order(args, size)?;
+    solver.set_move_order(plies as usize, order);
+    Ok((calls, plies))
+}
+
+/// The move order of `--policy` (the shipped network by default) for
+/// `--policy-plies`, the count of its network calls, and the plies.
+fn policy_order(args: &Args, size: Size) -> anyhow::Result<(Box<dyn MoveOrder>, Arc<AtomicU64>, u32)> {
     let device = Backend::Native.device();
     let (net, file) = match &args.policy {
         Some(model) => {
@@ -438,9 +477,8 @@ fn order_by_policy(solver: &mut Solver, args: &Args, size: Size) -> anyhow::Resu
     let plies = args.policy_plies.unwrap_or((size.cells() / 3).clamp(1, 40) as u32);
     let calls = Arc::default();
     let order = PolicyOrder::new(net, Arc::clone(&calls));
-    solver.set_move_order(plies as usize, Box::new(order));
     eprintln!("ordering the moves of the first {plies} plies by the policy of {file}");
-    Ok((calls, plies))
+    Ok((Box::new(order), calls, plies))
 }
 
 /// The solver's [`MoveOrder`] from a network's policy: the moves with the

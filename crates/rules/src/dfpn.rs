@@ -23,6 +23,7 @@
 //! The table is keyed by the same symmetry-folded 96-bit keys as the
 //! alpha-beta solver's and replaces the entry with the smallest subtree.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -31,7 +32,7 @@ use crate::board::Board;
 use crate::geometry::Size;
 use crate::moves::{Move, MoveList};
 use crate::position::{BoardVisitor, Position};
-use crate::solver::{Keys, Progress, Solution, Symmetries, TableError, Unsolved, advise_huge_pages};
+use crate::solver::{Keys, MoveOrder, Progress, Solution, Symmetries, TableError, Unsolved, advise_huge_pages};
 
 /// An infinite proof or disproof number: the question is settled.
 const INF: u64 = u64::MAX;
@@ -68,6 +69,9 @@ struct Child {
     key: (u64, u32),
     phi: u64,
     delta: u64,
+    /// What choosing this move costs on top of its `delta`, from a move
+    /// order's priors (0 without one, and for the likeliest move).
+    cost: u64,
 }
 
 /// A df-pn solver: its table and per-ply scratch, reusable across solves of
@@ -79,6 +83,19 @@ pub struct DfpnSolver {
     nodes: u64,
     node_limit: u64,
     progress: Arc<Progress>,
+    /// The plies below the searched position whose moves a move order
+    /// prices, and the order.
+    move_order: Option<(usize, Box<dyn MoveOrder>)>,
+    /// A move's cost per unit of log-prior below the likeliest move's.
+    cost_scale: f32,
+    /// The moves' costs at the positions priced so far, by the exact (not
+    /// symmetry-folded) hashes of the position, in move generation order:
+    /// a node is expanded again and again as its thresholds rise, and the
+    /// order's network is far slower than the search.
+    costs: HashMap<(u64, u32), Box<[u32]>>,
+    /// Scratch for the move order's calls.
+    order_moves: Vec<Move>,
+    order_scores: Vec<f32>,
     /// The child threshold's factor over the second-best sibling, in
     /// 1/1024ths above one (256: 1.25).
     epsilon: u64,
@@ -119,6 +136,11 @@ impl DfpnSolver {
             nodes: 0,
             node_limit: u64::MAX,
             progress: Arc::default(),
+            move_order: None,
+            cost_scale: 4.0,
+            costs: HashMap::new(),
+            order_moves: Vec::new(),
+            order_scores: Vec::new(),
             epsilon: 512,
         })
     }
@@ -132,6 +154,18 @@ impl DfpnSolver {
     /// read from another thread while it runs.
     pub fn progress(&self) -> Arc<Progress> {
         Arc::clone(&self.progress)
+    }
+
+    /// Prices the moves of the first `plies` plies by `order`'s scores,
+    /// taken as probabilities (a network's policy): a move costs
+    /// `scale * ln(p_best / p)` on top of its own `delta`, so the search
+    /// tries the likeliest moves first and returns to them while their
+    /// proofs look no more than that much harder (Kishimoto and others'
+    /// df-pn with heuristic edge costs).
+    pub fn set_move_order(&mut self, plies: usize, order: Box<dyn MoveOrder>, scale: f32) {
+        self.move_order = Some((plies, order));
+        self.cost_scale = scale;
+        self.costs.clear();
     }
 
     /// Sets the 1 + epsilon factor of the child thresholds, in 1/1024ths
@@ -288,6 +322,41 @@ impl DfpnSolver {
         (hash | 1, check)
     }
 
+    /// Gives `children` their costs, if a move order prices `ply`.
+    fn price<B: Bits, const N: usize>(&mut self, board: &Board<B>, keys: &Keys<N>, ply: usize, children: &mut [Child]) {
+        let Some((plies, order)) = &mut self.move_order else { return };
+        if ply >= *plies || children.len() < 2 {
+            return;
+        }
+        let exact = (keys.hash[0], keys.check[0]);
+        if !self.costs.contains_key(&exact) {
+            let position = Position::from_fn(board.size(), board.side_to_move(), |cell| board.stone_at(cell));
+            self.order_moves.clear();
+            self.order_moves.extend(children.iter().map(|child| child.mv));
+            self.order_scores.clear();
+            let costs: Box<[u32]> = if order.score(&position, &self.order_moves, &mut self.order_scores)
+                && self.order_scores.len() == children.len()
+            {
+                // Scores that are no probabilities (none above 0, or not
+                // finite) price nothing.
+                let best = self.order_scores.iter().copied().fold(0.0, f32::max);
+                self.order_scores
+                    .iter()
+                    .map(|&p| {
+                        let cost = self.cost_scale * (best / p.max(best * 1e-6)).ln();
+                        if best > 0.0 && cost.is_finite() { cost.clamp(0.0, 1e6) as u32 } else { 0 }
+                    })
+                    .collect()
+            } else {
+                vec![0; children.len()].into()
+            };
+            self.costs.insert(exact, costs);
+        }
+        for (child, &cost) in children.iter_mut().zip(self.costs[&exact].iter()) {
+            child.cost = u64::from(cost);
+        }
+    }
+
     /// The multiple-iterative-deepening search of one node: searches until
     /// its `phi` reaches `th_phi` or its `delta` reaches `th_delta`, and
     /// returns both.
@@ -327,8 +396,9 @@ impl DfpnSolver {
         for &mv in &moves {
             let child_key = Self::key(&symmetries.after(keys, mover, mv));
             self.prefetch(child_key.0);
-            children.push(Child { mv, key: child_key, phi: 1, delta: 1 });
+            children.push(Child { mv, key: child_key, phi: 1, delta: 1, cost: 0 });
         }
+        self.price(board, keys, ply, &mut children);
         for child_entry in &mut children {
             (child_entry.phi, child_entry.delta) = self.probe(child_entry.key).unwrap_or_else(|| {
                 let mut child = *board;
@@ -346,12 +416,14 @@ impl DfpnSolver {
             let mut delta = 0u64;
             let (mut best, mut second) = (0, INF);
             for (i, child) in children.iter().enumerate() {
-                if child.delta < phi {
+                // A proven move is free, whatever the order thought of it.
+                let priced = if child.delta == 0 { 0 } else { child.delta.saturating_add(child.cost) };
+                if priced < phi {
                     second = phi;
-                    phi = child.delta;
+                    phi = priced;
                     best = i;
-                } else if child.delta < second {
-                    second = child.delta;
+                } else if priced < second {
+                    second = priced;
                 }
                 delta = if child.phi == INF { INF } else { delta.saturating_add(child.phi) };
             }
@@ -367,7 +439,8 @@ impl DfpnSolver {
             // sibling's (by a factor 1 + epsilon) or the parent's phi threshold.
             let child_th_phi = if th_delta == INF { INF } else { th_delta - (delta - chosen.phi) };
             let grown = second.saturating_add(1).max(second.saturating_add(second.saturating_mul(self.epsilon) >> 10));
-            let child_th_delta = th_phi.min(grown);
+            // Above the move's cost, which the child does not see.
+            let child_th_delta = th_phi.min(grown).saturating_sub(chosen.cost);
             let mut child = *board;
             child.play_unchecked(chosen.mv);
             let (child_phi, child_delta) = match self.mid(

@@ -131,8 +131,8 @@ fn holds((key, data): (u64, u64), (hash, check): (u64, u32)) -> bool {
 /// per-move updates unroll.
 #[derive(Clone, Copy)]
 pub(crate) struct Keys<const N: usize> {
-    hash: [u64; N],
-    check: [u32; N],
+    pub(crate) hash: [u64; N],
+    pub(crate) check: [u32; N],
 }
 
 /// The Zobrist keys of a stone on each cell under each symmetry of one

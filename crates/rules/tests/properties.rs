@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use konane_rules::dfpn::DfpnSolver;
 use konane_rules::naive::Naive;
 use konane_rules::solver::{MoveOrder, Solver, minimax_wins};
 use konane_rules::{Cell, Color, GameRecord, Move, Phase, Position, Size, Symmetry};
@@ -681,6 +682,37 @@ fn a_move_order_changes_the_work_but_not_the_values() {
         winning.sort_unstable();
         assert_eq!((solution.win, solution.winning_moves), (expected.win, winning), "{size}, three threads");
         assert_eq!(forks.load(Ordering::Relaxed), 2, "{size}: one copy of the order per further thread");
+    }
+}
+
+/// The same for df-pn, where the order prices moves instead of sorting
+/// them: the values of the plain solver whichever moves the order favours,
+/// fewer nodes when it favours the winning ones, and no call below the
+/// plies it was given.
+#[test]
+fn a_move_order_changes_the_work_of_proof_numbers_but_not_the_values() {
+    for size in ["5x5", "4x6", "5x6"] {
+        let position = Position::start(size.parse().unwrap());
+        let expected = Solver::new(14).solve(&position);
+        let mut nodes = Vec::new();
+        for best in [true, false] {
+            let order = Oracle::new(best);
+            let calls = Arc::clone(&order.calls);
+            let mut solver = DfpnSolver::new(14);
+            solver.set_move_order(4, Box::new(order), 4.0);
+            let solution = solver.solve(&position);
+            assert_eq!((solution.win, &solution.winning_moves), (expected.win, &expected.winning_moves), "{size}");
+            assert!(calls.load(Ordering::Relaxed) > 0, "{size}: the order was asked");
+            nodes.push(solution.nodes);
+        }
+        assert!(nodes[0] < nodes[1], "{size}: winning moves cheap searched {} nodes, dear {}", nodes[0], nodes[1]);
+        let order = Oracle::new(true);
+        let calls = Arc::clone(&order.calls);
+        let mut solver = DfpnSolver::new(14);
+        solver.set_move_order(1, Box::new(order), 4.0);
+        solver.solve(&position);
+        let calls = calls.load(Ordering::Relaxed);
+        assert!((1..=position.moves().len()).contains(&calls), "{size}: {calls} calls for one ply");
     }
 }
 
