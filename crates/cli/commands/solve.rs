@@ -102,7 +102,8 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["save", "resume", "threads", "no_symmetry", "verify"])]
     dfpn: bool,
     /// With --dfpn and a policy (--policy or --policy-plies): a move's cost
-    /// per unit of log-prior below the likeliest move's (0.01 to 1000).
+    /// per unit of log-prior below the likeliest move's (0.01 to 1000;
+    /// default 16, as measured in docs/experiments/2026-12-04-proof-number-search.md).
     #[arg(long, hide = true, requires = "dfpn", value_parser = parse_cost_scale)]
     policy_cost: Option<f32>,
     /// Results that took at least this many nodes go to the journal.
@@ -333,7 +334,7 @@ fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
     // Without a network unless one is named: see `--dfpn`.
     let policy = if args.policy.is_some() || args.policy_plies.is_some() {
         let (order, calls, plies) = policy_order(args, position.size())?;
-        solver.set_move_order(plies as usize, order, args.policy_cost.unwrap_or(4.0));
+        solver.set_move_order(plies as usize, order, args.policy_cost.unwrap_or(16.0));
         Some((calls, plies))
     } else {
         None

@@ -137,7 +137,7 @@ impl DfpnSolver {
             node_limit: u64::MAX,
             progress: Arc::default(),
             move_order: None,
-            cost_scale: 4.0,
+            cost_scale: 16.0,
             costs: HashMap::new(),
             order_moves: Vec::new(),
             order_scores: Vec::new(),
