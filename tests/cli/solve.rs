@@ -201,6 +201,27 @@ fn proof_number_search_answers_as_alpha_beta_does() {
     assert!(checked.status.success(), "{stderr}");
     assert_eq!(after(&verified), after(&ours));
 
+    // df-pn from a saved alpha-beta solve's journal: the same report,
+    // written to the directory's result.
+    let saved = dir.path().join("saved");
+    let saved_arg = saved.to_str().unwrap();
+    let output =
+        konane(&["solve", "5x6", "--no-policy", "--no-proof", "--journal-min-work", "1000", "--save", saved_arg]);
+    assert!(output.status.success(), "{}", text(&output).1);
+    let resumed = konane(&["solve", "--resume", saved_arg, "--dfpn", "--replies"]);
+    let (stdout, stderr) = text(&resumed);
+    assert!(resumed.status.success(), "{stderr}");
+    let pinned: usize = stderr
+        .split("starting 5x6 from ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(pinned > 10, "{pinned} results read back");
+    assert_eq!(after(&stdout), after(&ours));
+    let result = std::fs::read_to_string(saved.join("result.txt")).unwrap();
+    assert!(result.contains("df-pn") && result.contains(&after(&ours)[0]), "{result}");
+
     fails_with(&konane(&["solve", "5x6", "--dfpn", "--save", "x"]), &["--save", "--dfpn"]);
     fails_with(&konane(&["solve", "5x6", "--dfpn", "--threads", "2"]), &["--threads", "--dfpn"]);
     fails_with(&konane(&["solve", "5x6", "--dfpn", "--proof", proof_arg]), &["--proof", "already exists"]);

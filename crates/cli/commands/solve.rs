@@ -97,9 +97,10 @@ pub struct Args {
     /// on 7x6 it searched 10 times fewer nodes than alpha-beta by fewest
     /// replies, on 4x10 16,000 times fewer, and its proofs are 6-13 times
     /// smaller; where black wins it is slower. One thread and no journal
-    /// (so no --save or --resume); no network unless --policy or
+    /// of its own (so no --save; --resume DIR starts from the results of
+    /// the alpha-beta solve saved there); no network unless --policy or
     /// --policy-plies names one (4 plies: 9-25% fewer nodes).
-    #[arg(long, conflicts_with_all = ["save", "resume", "threads", "no_symmetry", "verify"])]
+    #[arg(long, conflicts_with_all = ["save", "threads", "no_symmetry", "verify"])]
     dfpn: bool,
     /// With --dfpn and a policy (--policy or --policy-plies): a move's cost
     /// per unit of log-prior below the likeliest move's (0.01 to 1000;
@@ -209,16 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return solve_by_proof_numbers(&args);
     }
     let (position, bits, symmetry, dir) = if let Some(dir) = &args.resume {
-        let path = dir.join(SOLVE_FILE);
-        let text = std::fs::read_to_string(&path).with_context(|| format!("--resume: {}", path.display()))?;
-        let saved: SolveFile = serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
-        anyhow::ensure!(
-            saved.version == SOLVE_VERSION,
-            "{}: version {} is not {SOLVE_VERSION}",
-            path.display(),
-            saved.version
-        );
-        let position = parse_board(&saved.position).with_context(|| format!("{}: position", path.display()))?;
+        let (position, saved) = read_saved(dir)?;
         (position, saved.table_bits, saved.symmetry, Some(dir.clone()))
     } else {
         let position = parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?;
@@ -311,6 +303,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The position and settings of the solve saved in `dir`.
+fn read_saved(dir: &Path) -> anyhow::Result<(Position, SolveFile)> {
+    let path = dir.join(SOLVE_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("--resume: {}", path.display()))?;
+    let saved: SolveFile = serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    anyhow::ensure!(
+        saved.version == SOLVE_VERSION,
+        "{}: version {} is not {SOLVE_VERSION}",
+        path.display(),
+        saved.version
+    );
+    let position = parse_board(&saved.position).with_context(|| format!("{}: position", path.display()))?;
+    Ok((position, saved))
+}
+
 /// The table size `--table-bits` or `--table-gib` asks for, in the
 /// alpha-beta solver's 32-byte buckets.
 fn table_bits(args: &Args) -> anyhow::Result<u32> {
@@ -322,15 +329,35 @@ fn table_bits(args: &Args) -> anyhow::Result<u32> {
 
 /// `--dfpn`: the value and winning moves by proof-number search, in the
 /// same report as the alpha-beta solve's.
+///
+/// With `--resume DIR` the search starts from the results in the saved
+/// alpha-beta solve's journal (the same symmetry-folded keys), and writes
+/// its report to `DIR/result.txt`; the journal is left as it is.
 fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
-    let position = parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?;
+    let (position, bits) = match &args.resume {
+        Some(dir) => {
+            let (position, saved) = read_saved(dir)?;
+            anyhow::ensure!(saved.symmetry, "--dfpn: {} was solved with --no-symmetry", dir.display());
+            (position, saved.table_bits)
+        }
+        None => {
+            (parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?, table_bits(args)?)
+        }
+    };
     if let Some(path) = &args.proof {
         anyhow::ensure!(!path.exists(), "--proof: {} already exists", path.display());
     }
     let start = Instant::now();
     // Its sets hold two entries in 64 bytes: half as many sets as the
     // alpha-beta table's buckets is the same memory.
-    let mut solver = DfpnSolver::try_new(table_bits(args)? - 1).context("the transposition table")?;
+    let mut solver = DfpnSolver::try_new(bits - 1).context("the transposition table")?;
+    if let Some(dir) = &args.resume {
+        let (entries, _) = read_journal(&dir.join(JOURNAL_FILE))?;
+        for entry in &entries {
+            solver.pin(*entry);
+        }
+        eprintln!("starting {} from {} results of {}", position.size(), entries.len(), dir.display());
+    }
     // Without a network unless one is named: see `--dfpn`.
     let policy = if args.policy.is_some() || args.policy_plies.is_some() {
         let (order, calls, plies) = policy_order(args, position.size())?;
@@ -361,6 +388,7 @@ fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
         }
         report.push_str(&replies_text(&position, &values));
     }
+    save_result(args.resume.as_deref(), &position, &report)?;
     let mut stdout = super::stdout();
     stdout.write_all(report.as_bytes())?;
     stdout.flush()?;
