@@ -271,7 +271,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ));
     }
     if args.replies {
-        let values = move_values(&mut solver, &position, threads)?;
+        let values = move_values(&position, start, |child| {
+            solver.solve_each_parallel(child, threads, |_, _| {}).context("the replies")
+        })?;
         report.push_str(&replies_text(&position, &values));
     }
     // The result is out before the proof, which can take longer than the solve.
@@ -378,14 +380,7 @@ fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
         ));
     }
     if args.replies {
-        let mut values = Vec::new();
-        for mv in sorted_moves(&position) {
-            let mut child = position;
-            child.play_unchecked(mv);
-            let mut answer = solver.solve(&child);
-            answer.winning_moves.sort_unstable();
-            values.push(proof::MoveValue { mv, wins: !answer.win, winning_replies: answer.winning_moves });
-        }
+        let values = move_values(&position, start, |child| Ok(solver.solve(child)))?;
         report.push_str(&replies_text(&position, &values));
     }
     save_result(args.resume.as_deref(), &position, &report)?;
@@ -559,14 +554,25 @@ fn save_result(dir: Option<&Path>, position: &Position, report: &str) -> anyhow:
 /// Each move of `position` (sorted) with its value and the opponent's
 /// winning replies, from the solver (its table answers most of it after
 /// the solve).
-fn move_values(solver: &mut Solver, position: &Position, threads: usize) -> anyhow::Result<Vec<proof::MoveValue>> {
+/// `solve` gives the value and winning moves of each position after a
+/// move; once the solve has taken 10 s (since `start`), each move's line is
+/// told as it is done.
+fn move_values(
+    position: &Position,
+    start: Instant,
+    mut solve: impl FnMut(&Position) -> anyhow::Result<Solution>,
+) -> anyhow::Result<Vec<proof::MoveValue>> {
+    let moves = sorted_moves(position);
     let mut values = Vec::new();
-    for mv in sorted_moves(position) {
+    for (i, &mv) in moves.iter().enumerate() {
         let mut child = *position;
         child.play_unchecked(mv);
-        let mut answer = solver.solve_each_parallel(&child, threads, |_, _| {}).context("the replies")?;
+        let mut answer = solve(&child)?;
         answer.winning_moves.sort_unstable();
         values.push(proof::MoveValue { mv, wins: !answer.win, winning_replies: answer.winning_moves });
+        if start.elapsed() >= Duration::from_secs(10) {
+            eprintln!("replies ({}/{}): {}", i + 1, moves.len(), replies_text(position, &values[i..]).trim_end());
+        }
     }
     Ok(values)
 }
