@@ -12,6 +12,12 @@ fn field<'a>(stdout: &'a str, key: &str) -> &'a str {
     stdout.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).unwrap_or_else(|| panic!("no {key} in {stdout}"))
 }
 
+/// The nodes a report's statistics line counts.
+fn nodes(stdout: &str) -> u64 {
+    let stats = field(stdout, "side:");
+    stats.split_whitespace().skip_while(|w| *w != "nodes:").nth(1).unwrap().parse().unwrap()
+}
+
 #[test]
 fn solves_a_board_as_minimax_does_and_folding_symmetries_saves_nodes() {
     let size: Size = "4x4".parse().unwrap();
@@ -83,10 +89,6 @@ fn a_saved_solve_resumes_from_its_journal() {
     assert!(fresh.status.success(), "{stderr}");
     let result = std::fs::read_to_string(save.join("result.txt")).unwrap();
     assert!(result.ends_with(&stdout), "{result}");
-    let nodes = |stdout: &str| -> u64 {
-        let stats = field(stdout, "side:");
-        stats.split_whitespace().skip_while(|w| *w != "nodes:").nth(1).unwrap().parse().unwrap()
-    };
     let journal = std::fs::read(save.join("journal.bin")).unwrap();
     let records = (journal.len() - 16) / 25;
     assert!(records >= 2 && (journal.len() - 16).is_multiple_of(25), "{} bytes", journal.len());
@@ -222,7 +224,50 @@ fn proof_number_search_answers_as_alpha_beta_does() {
     let result = std::fs::read_to_string(saved.join("result.txt")).unwrap();
     assert!(result.contains("df-pn") && result.contains(&after(&ours)[0]), "{result}");
 
-    fails_with(&konane(&["solve", "5x6", "--dfpn", "--save", "x"]), &["--save", "--dfpn"]);
     fails_with(&konane(&["solve", "5x6", "--dfpn", "--threads", "2"]), &["--threads", "--dfpn"]);
     fails_with(&konane(&["solve", "5x6", "--dfpn", "--proof", proof_arg]), &["--proof", "already exists"]);
+}
+
+/// A saved df-pn solve checkpoints its table, and `--resume` goes on from
+/// the last checkpoint (the directory says the solve was df-pn's): the
+/// same value and winning moves in fewer nodes. A damaged checkpoint is an
+/// error naming it.
+#[test]
+fn a_proof_number_solve_resumes_from_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("6x5");
+    let save_arg = save.to_str().unwrap();
+    // A checkpoint at every offer (every 65,536 nodes): the last one is
+    // from before the end, as if the solve had been killed there.
+    let fresh = konane(&["solve", "6x5", "--dfpn", "--no-proof", "--save", save_arg, "--checkpoint-secs", "0"]);
+    let (stdout, stderr) = text(&fresh);
+    assert!(fresh.status.success(), "{stderr}");
+    assert!(stdout.contains("df-pn"), "{stdout}");
+    let checkpoint = std::fs::read(save.join("table.bin")).unwrap();
+    assert!(checkpoint.starts_with(b"konane-dfpn-tab\x01"));
+    let entries = u64::from_le_bytes(checkpoint[16..24].try_into().unwrap());
+    assert_eq!(checkpoint.len() as u64, 16 + 8 + 32 * entries + 4);
+    assert!(entries > 100, "{entries} entries");
+
+    let resumed = konane(&["solve", "--resume", save_arg]);
+    let (again, stderr) = text(&resumed);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("restored {entries} positions")), "{stderr}");
+    assert!(again.contains("df-pn"), "resumed by df-pn, as saved: {again}");
+    for key in ["value:", "winning:"] {
+        assert_eq!(field(&again, key), field(&stdout, key));
+    }
+    assert!(nodes(&again) < nodes(&stdout), "resumed {} nodes, fresh {}", nodes(&again), nodes(&stdout));
+    // The resumed solve wrote its proof into the directory; it checks.
+    assert!(std::fs::read_to_string(save.join("result.txt")).unwrap().contains("proof: "));
+    let checked = konane(&["solve", "--verify", save_arg]);
+    assert!(checked.status.success(), "{}", text(&checked).1);
+    assert_eq!(field(&text(&checked).0, "value:"), field(&stdout, "value:"));
+
+    let mut damaged = checkpoint.clone();
+    damaged[40] ^= 1;
+    std::fs::write(save.join("table.bin"), &damaged).unwrap();
+    fails_with(&konane(&["solve", "--resume", save_arg, "--no-proof"]), &["table.bin", "damaged checkpoint"]);
+    std::fs::write(save.join("table.bin"), &checkpoint[..100]).unwrap();
+    fails_with(&konane(&["solve", "--resume", save_arg, "--no-proof"]), &["table.bin", "damaged checkpoint"]);
 }

@@ -14,7 +14,9 @@
 //! checks it with the naive rules and prints the same lines.
 //!
 //! `--dfpn` searches by proof numbers (`konane_rules::dfpn`) instead, for
-//! the value, the replies and the proof.
+//! the value, the replies and the proof. Its saved solves keep no journal
+//! but a checkpoint of the table's expensive entries, unsettled ones
+//! included, rewritten atomically to `DIR/table.bin` every ten minutes.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -27,7 +29,7 @@ use anyhow::Context;
 use konane_mcts::{Batch, Evaluator};
 use konane_nn::player::load_model;
 use konane_nn::{Backend, Net, NetEvaluator, shipped};
-use konane_rules::dfpn::DfpnSolver;
+use konane_rules::dfpn::{DfpnSolver, TableEntry};
 use konane_rules::solver::{JournalEntry, MoveOrder, Progress};
 use konane_rules::{Move, Position, Size, Solution, Solver, proof};
 use serde::{Deserialize, Serialize};
@@ -96,12 +98,16 @@ pub struct Args {
     /// Search by depth-first proof numbers (df-pn) instead of alpha-beta:
     /// on 7x6 it searched 10 times fewer nodes than alpha-beta by fewest
     /// replies, on 4x10 16,000 times fewer, and its proofs are 6-13 times
-    /// smaller; where black wins it is slower. One thread and no journal
-    /// of its own (so no --save; --resume DIR starts from the results of
-    /// the alpha-beta solve saved there); no network unless --policy or
-    /// --policy-plies names one (4 plies: 9-25% fewer nodes).
-    #[arg(long, conflicts_with_all = ["save", "threads", "no_symmetry", "verify"])]
+    /// smaller; where black wins it is slower. One thread; with --save DIR
+    /// a checkpoint every ten minutes that --resume DIR goes on from
+    /// (--resume --dfpn of an alpha-beta solve starts from its journal);
+    /// no network unless --policy or --policy-plies names one (4 plies:
+    /// 9-25% fewer nodes).
+    #[arg(long, conflicts_with_all = ["threads", "no_symmetry", "verify"])]
     dfpn: bool,
+    /// Seconds between a saved df-pn solve's checkpoints (0 to 86400).
+    #[arg(long, default_value_t = 600, hide = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    checkpoint_secs: u64,
     /// With --dfpn and a policy (--policy or --policy-plies): a move's cost
     /// per unit of log-prior below the likeliest move's (0.01 to 1000;
     /// default 16, as measured in docs/experiments/2026-12-04-proof-number-search.md).
@@ -137,12 +143,16 @@ struct SolveFile {
     position: String,
     table_bits: u32,
     symmetry: bool,
+    /// Solved by proof numbers (`--dfpn`): resumed from `table.bin`.
+    #[serde(default)]
+    dfpn: bool,
 }
 
 const SOLVE_FILE: &str = "solve.json";
 const JOURNAL_FILE: &str = "journal.bin";
 const RESULT_FILE: &str = "result.txt";
 const PROOF_FILE: &str = "proof";
+const TABLE_FILE: &str = "table.bin";
 const SOLVE_VERSION: u32 = 1;
 const JOURNAL_MAGIC: &[u8; 16] = b"konane-journal\0\x01";
 /// hash, check, value, work, CRC-32 of those.
@@ -184,6 +194,56 @@ fn read_journal(path: &Path) -> anyhow::Result<(Vec<JournalEntry>, u64)> {
     Ok((entries, at as u64))
 }
 
+const TABLE_MAGIC: &[u8; 16] = b"konane-dfpn-tab\x01";
+/// hash, check, work, phi, delta.
+const ENTRY_BYTES: usize = 8 + 4 + 4 + 8 + 8;
+/// A df-pn checkpoint leaves out the entries whose last search took fewer
+/// nodes: they are most of the table and quick to find again.
+const CHECKPOINT_MIN_WORK: u32 = 64;
+/// How often the df-pn search offers its table for a checkpoint (an offer
+/// that is not due costs a clock read).
+const CHECKPOINT_OFFER_NODES: u64 = 1 << 16;
+
+/// A df-pn checkpoint: the magic, the number of entries, the entries, and
+/// a CRC-32 of all that.
+fn checkpoint_bytes(entries: impl Iterator<Item = TableEntry>) -> Vec<u8> {
+    let mut out = TABLE_MAGIC.to_vec();
+    out.extend([0; 8]);
+    let mut count = 0u64;
+    for entry in entries {
+        out.extend(entry.hash.to_le_bytes());
+        out.extend(entry.check.to_le_bytes());
+        out.extend(entry.work.to_le_bytes());
+        out.extend(entry.phi.to_le_bytes());
+        out.extend(entry.delta.to_le_bytes());
+        count += 1;
+    }
+    out[16..24].copy_from_slice(&count.to_le_bytes());
+    out.extend(crc32fast::hash(&out).to_le_bytes());
+    out
+}
+
+/// The entries of the df-pn checkpoint at `path`, if it is whole.
+fn read_checkpoint(path: &Path) -> anyhow::Result<Vec<TableEntry>> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
+    anyhow::ensure!(bytes.starts_with(TABLE_MAGIC), "{}: not a konane df-pn checkpoint", path.display());
+    let damaged = || format!("{}: a damaged checkpoint (delete it to start the solve over)", path.display());
+    let body = bytes.len().checked_sub(TABLE_MAGIC.len() + 8 + 4).with_context(damaged)?;
+    let count = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes"));
+    anyhow::ensure!(body as u64 == count.saturating_mul(ENTRY_BYTES as u64), damaged());
+    let (content, crc) = bytes.split_at(bytes.len() - 4);
+    anyhow::ensure!(crc32fast::hash(content).to_le_bytes() == crc, damaged());
+    let entries = content[24..]
+        .chunks_exact(ENTRY_BYTES)
+        .map(|chunk| {
+            let u64_at = |i: usize| u64::from_le_bytes(chunk[i..i + 8].try_into().expect("8 bytes"));
+            let u32_at = |i: usize| u32::from_le_bytes(chunk[i..i + 4].try_into().expect("4 bytes"));
+            TableEntry { hash: u64_at(0), check: u32_at(8), work: u32_at(12), phi: u64_at(16), delta: u64_at(24) }
+        })
+        .collect();
+    Ok(entries)
+}
+
 /// How much of the solve is resolved and a rough time left, as the
 /// progress line says it: the time so far scaled by the unresolved share.
 fn remaining(resolved: f64, seconds: f64) -> String {
@@ -206,7 +266,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.verify {
         return verify(path);
     }
-    if args.dfpn {
+    if args.dfpn || args.resume.as_deref().map(read_saved).transpose()?.is_some_and(|(_, saved)| saved.dfpn) {
         return solve_by_proof_numbers(&args);
     }
     let (position, bits, symmetry, dir) = if let Some(dir) = &args.resume {
@@ -239,8 +299,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else {
             anyhow::ensure!(!dir.exists(), "--save: {} already exists (resume it with --resume)", dir.display());
             std::fs::create_dir_all(dir).with_context(|| format!("--save: {}", dir.display()))?;
-            let saved =
-                SolveFile { version: SOLVE_VERSION, position: position.to_string(), table_bits: bits, symmetry };
+            let saved = SolveFile {
+                version: SOLVE_VERSION,
+                position: position.to_string(),
+                table_bits: bits,
+                symmetry,
+                dfpn: false,
+            };
             konane_files::write_atomically(&dir.join(SOLVE_FILE), serde_json::to_string_pretty(&saved)?.as_bytes())
                 .with_context(|| format!("{}", dir.join(SOLVE_FILE).display()))?;
             let mut file = File::create(&journal_path).with_context(|| format!("{}", journal_path.display()))?;
@@ -276,33 +341,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })?;
         report.push_str(&replies_text(&position, &values));
     }
-    // The result is out before the proof, which can take longer than the solve.
-    save_result(dir.as_deref(), &position, &report)?;
-    let mut stdout = super::stdout();
-    stdout.write_all(report.as_bytes())?;
-    stdout.flush()?;
-    let proof_path =
-        if args.no_proof { None } else { args.proof.clone().or_else(|| dir.as_ref().map(|d| d.join(PROOF_FILE))) };
-    if let Some(path) = &proof_path {
-        // A resumed solve writes its directory's proof again.
-        anyhow::ensure!(args.proof.is_none() || !path.exists(), "--proof: {} already exists", path.display());
-        let proving = Instant::now();
-        let (proof, values) = proof::prove(&mut solver, &position, proof::MAX_DEPTH)?;
-        anyhow::ensure!(values.win == solution.win, "the proof's value differs from the solve's (a false table hit?)");
-        let bytes = proof.to_bytes();
-        konane_files::write_atomically(path, &bytes).with_context(|| format!("{}", path.display()))?;
-        let line = format!(
-            "proof: {} ({} positions, {} bytes, {:.1}s)\n",
-            path.display(),
-            values.positions,
-            bytes.len(),
-            proving.elapsed().as_secs_f64()
-        );
-        report.push_str(&line);
-        save_result(dir.as_deref(), &position, &report)?;
-        stdout.write_all(line.as_bytes())?;
-    }
-    Ok(())
+    finish(&args, dir.as_deref(), &position, &solution, report, || {
+        proof::prove(&mut solver, &position, proof::MAX_DEPTH)
+    })
 }
 
 /// The position and settings of the solve saved in `dir`.
@@ -332,33 +373,82 @@ fn table_bits(args: &Args) -> anyhow::Result<u32> {
 /// `--dfpn`: the value and winning moves by proof-number search, in the
 /// same report as the alpha-beta solve's.
 ///
-/// With `--resume DIR` the search starts from the results in the saved
-/// alpha-beta solve's journal (the same symmetry-folded keys), and writes
-/// its report to `DIR/result.txt`; the journal is left as it is.
+/// With `--save DIR` the table's expensive entries are checkpointed to
+/// `DIR/table.bin`; `--resume DIR` restores the checkpoint, and pins the
+/// results of an alpha-beta solve's journal if the directory has one (the
+/// same symmetry-folded keys).
 fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
-    let (position, bits) = match &args.resume {
+    let (position, bits, dir) = match &args.resume {
         Some(dir) => {
             let (position, saved) = read_saved(dir)?;
             anyhow::ensure!(saved.symmetry, "--dfpn: {} was solved with --no-symmetry", dir.display());
-            (position, saved.table_bits)
+            (position, saved.table_bits, Some(dir.clone()))
         }
-        None => {
-            (parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?, table_bits(args)?)
-        }
+        None => (
+            parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?,
+            table_bits(args)?,
+            args.save.clone(),
+        ),
     };
     if let Some(path) = &args.proof {
         anyhow::ensure!(!path.exists(), "--proof: {} already exists", path.display());
+    }
+    if let Some(dir) = &args.save {
+        anyhow::ensure!(!dir.exists(), "--save: {} already exists (resume it with --resume)", dir.display());
+        std::fs::create_dir_all(dir).with_context(|| format!("--save: {}", dir.display()))?;
+        let saved = SolveFile {
+            version: SOLVE_VERSION,
+            position: position.to_string(),
+            table_bits: bits,
+            symmetry: true,
+            dfpn: true,
+        };
+        konane_files::write_atomically(&dir.join(SOLVE_FILE), serde_json::to_string_pretty(&saved)?.as_bytes())
+            .with_context(|| format!("{}", dir.join(SOLVE_FILE).display()))?;
     }
     let start = Instant::now();
     // Its sets hold two entries in 64 bytes: half as many sets as the
     // alpha-beta table's buckets is the same memory.
     let mut solver = DfpnSolver::try_new(bits - 1).context("the transposition table")?;
     if let Some(dir) = &args.resume {
-        let (entries, _) = read_journal(&dir.join(JOURNAL_FILE))?;
-        for entry in &entries {
-            solver.pin(*entry);
+        let journal = dir.join(JOURNAL_FILE);
+        if journal.exists() {
+            let (entries, _) = read_journal(&journal)?;
+            for entry in &entries {
+                solver.pin(*entry);
+            }
+            eprintln!("starting {} from {} results of {}", position.size(), entries.len(), journal.display());
         }
-        eprintln!("starting {} from {} results of {}", position.size(), entries.len(), dir.display());
+        let table = dir.join(TABLE_FILE);
+        if table.exists() {
+            let entries = read_checkpoint(&table)?;
+            for &entry in &entries {
+                solver.restore(entry);
+            }
+            eprintln!("restored {} positions from {}", entries.len(), table.display());
+        }
+    }
+    if let Some(dir) = &dir {
+        let path = dir.join(TABLE_FILE);
+        let every = Duration::from_secs(args.checkpoint_secs);
+        let mut last = Instant::now();
+        solver.set_checkpoints(CHECKPOINT_OFFER_NODES, move |entries| {
+            if last.elapsed() < every {
+                return true;
+            }
+            let bytes = checkpoint_bytes(entries.filter(|e| e.work >= CHECKPOINT_MIN_WORK));
+            match konane_files::write_atomically(&path, &bytes) {
+                Ok(()) => {
+                    last = Instant::now();
+                    tracing::info!(bytes = bytes.len(), "checkpoint written to {}", path.display());
+                    true
+                }
+                Err(e) => {
+                    tracing::error!("writing the checkpoint {}: {e}", path.display());
+                    false
+                }
+            }
+        });
     }
     // Without a network unless one is named: see `--dfpn`.
     let policy = if args.policy.is_some() || args.policy_plies.is_some() {
@@ -368,10 +458,11 @@ fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
     } else {
         None
     };
+    let stopped = |_| anyhow::anyhow!("the solve stopped: its checkpoint could not be written");
     let solution = while_reporting_progress(&position, start, &solver.progress(), |on_move| {
         solver.solve_each(&position, u64::MAX, on_move)
     })
-    .expect("no node limit");
+    .map_err(stopped)?;
     let mut report = solution_text(&position, &solution, start, solver.table_bytes(), ", df-pn");
     if let Some((calls, plies)) = &policy {
         report.push_str(&format!(
@@ -380,27 +471,49 @@ fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
         ));
     }
     if args.replies {
-        let values = move_values(&position, start, |child| Ok(solver.solve(child)))?;
+        let values =
+            move_values(&position, start, |child| solver.solve_each(child, u64::MAX, |_, _| {}).map_err(stopped))?;
         report.push_str(&replies_text(&position, &values));
     }
-    save_result(args.resume.as_deref(), &position, &report)?;
+    finish(args, dir.as_deref(), &position, &solution, report, || {
+        proof::prove_with(&mut solver, &position, proof::MAX_DEPTH)
+    })
+}
+
+/// Saves and prints the report, then writes the proof (to `--proof FILE`,
+/// else into the solve's directory unless `--no-proof`) and tells where.
+fn finish(
+    args: &Args,
+    dir: Option<&Path>,
+    position: &Position,
+    solution: &Solution,
+    mut report: String,
+    prove: impl FnOnce() -> Result<(proof::Proof, proof::Report), proof::ProveError>,
+) -> anyhow::Result<()> {
+    // The result is out before the proof, which can take longer than the solve.
+    save_result(dir, position, &report)?;
     let mut stdout = super::stdout();
     stdout.write_all(report.as_bytes())?;
     stdout.flush()?;
-    if let Some(path) = &args.proof {
+    let proof_path = if args.no_proof { None } else { args.proof.clone().or_else(|| dir.map(|d| d.join(PROOF_FILE))) };
+    if let Some(path) = &proof_path {
+        // A resumed solve writes its directory's proof again.
+        anyhow::ensure!(args.proof.is_none() || !path.exists(), "--proof: {} already exists", path.display());
         let proving = Instant::now();
-        let (proof, values) = proof::prove_with(&mut solver, &position, proof::MAX_DEPTH)?;
+        let (proof, values) = prove()?;
         anyhow::ensure!(values.win == solution.win, "the proof's value differs from the solve's (a false table hit?)");
         let bytes = proof.to_bytes();
         konane_files::write_atomically(path, &bytes).with_context(|| format!("{}", path.display()))?;
-        writeln!(
-            stdout,
-            "proof: {} ({} positions, {} bytes, {:.1}s)",
+        let line = format!(
+            "proof: {} ({} positions, {} bytes, {:.1}s)\n",
             path.display(),
             values.positions,
             bytes.len(),
             proving.elapsed().as_secs_f64()
-        )?;
+        );
+        report.push_str(&line);
+        save_result(dir, position, &report)?;
+        stdout.write_all(line.as_bytes())?;
     }
     Ok(())
 }

@@ -22,6 +22,12 @@
 //!
 //! The table is keyed by the same symmetry-folded 96-bit keys as the
 //! alpha-beta solver's and replaces the entry with the smallest subtree.
+//!
+//! A long solve is kept by checkpoints of the table's expensive entries,
+//! unsettled numbers included: in df-pn most of the work of a hard
+//! subtree is in positions that stay unproven until the last moment, so
+//! the settled results alone (what the alpha-beta solver journals) would
+//! let a resumed search redo nearly all of it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -63,6 +69,29 @@ struct Entry {
 #[repr(align(64))]
 struct Set([Entry; WAYS]);
 
+/// A table entry as a checkpoint keeps it ([`DfpnSolver::set_checkpoints`])
+/// and [`DfpnSolver::restore`] puts it back: a position's symmetry class,
+/// its proof and disproof numbers (0 and `u64::MAX` for a settled one), and
+/// the nodes its last search took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableEntry {
+    /// The table hash (never 0).
+    pub hash: u64,
+    /// The check hash.
+    pub check: u32,
+    /// Nodes its last search took (saturated).
+    pub work: u32,
+    /// The proof number: 0 when the side to move is proven to win.
+    pub phi: u64,
+    /// The disproof number: 0 when the side to move is proven to lose.
+    pub delta: u64,
+}
+
+/// What [`DfpnSolver::set_checkpoints`] hands the table's entries to: it
+/// reads them (or not, when no checkpoint is due) and returns false to
+/// stop the solve (its storage failed).
+type CheckpointSink = Box<dyn FnMut(&mut dyn Iterator<Item = TableEntry>) -> bool + Send>;
+
 /// A move of the node being searched and its child's current numbers.
 #[derive(Clone, Copy)]
 struct Child {
@@ -101,6 +130,12 @@ pub struct DfpnSolver {
     /// The child threshold's factor over the second-best sibling, in
     /// 1/1024ths above one (256: 1.25).
     epsilon: u64,
+    /// Where the table is offered every so many nodes, and the node count
+    /// of the next offer.
+    checkpoints: Option<(u64, CheckpointSink)>,
+    next_checkpoint: u64,
+    /// A checkpoint's sink failed: every search stops as [`Unsolved`].
+    checkpoint_failed: bool,
 }
 
 impl DfpnSolver {
@@ -144,6 +179,9 @@ impl DfpnSolver {
             order_moves: Vec::new(),
             order_scores: Vec::new(),
             epsilon: 512,
+            checkpoints: None,
+            next_checkpoint: u64::MAX,
+            checkpoint_failed: false,
         })
     }
 
@@ -177,6 +215,51 @@ impl DfpnSolver {
         self.epsilon = epsilon_1024ths;
     }
 
+    /// Offers the table's entries to `sink` every `every_nodes` nodes of
+    /// search (counted from a solve's start, in steps of 4,096), for it to keep those worth keeping
+    /// when a checkpoint is due: a later solver given them by
+    /// [`DfpnSolver::restore`] goes on from there. The table is consistent
+    /// whenever it is offered (settled entries are exact; unsettled numbers
+    /// are estimates, whatever their age). The sink returns false to stop
+    /// the solve, which then ends as [`Unsolved`].
+    pub fn set_checkpoints(
+        &mut self,
+        every_nodes: u64,
+        sink: impl FnMut(&mut dyn Iterator<Item = TableEntry>) -> bool + Send + 'static,
+    ) {
+        let every_nodes = every_nodes.max(1);
+        self.checkpoints = Some((every_nodes, Box::new(sink)));
+        self.next_checkpoint = self.nodes.saturating_add(every_nodes);
+        self.checkpoint_failed = false;
+    }
+
+    /// Puts an entry of an earlier solve's table (of this size, from
+    /// [`DfpnSolver::set_checkpoints`]) back, over what its slot held.
+    pub fn restore(&mut self, entry: TableEntry) {
+        if entry.hash != 0 {
+            self.store((entry.hash, entry.check), entry.phi, entry.delta, u64::from(entry.work));
+        }
+    }
+
+    /// Offers the table to the checkpoint sink, which reads it if a
+    /// checkpoint is due.
+    fn offer_checkpoint(&mut self) {
+        let Some((every_nodes, mut sink)) = self.checkpoints.take() else { return };
+        let mut entries = self.table.iter().flat_map(|set| set.0.iter()).filter(|e| e.hash != 0).map(|e| TableEntry {
+            hash: e.hash,
+            check: e.check,
+            work: e.work,
+            phi: e.phi,
+            delta: e.delta,
+        });
+        if !sink(&mut entries) {
+            self.checkpoint_failed = true;
+            self.node_limit = 0;
+        }
+        self.next_checkpoint = self.nodes.saturating_add(every_nodes);
+        self.checkpoints = Some((every_nodes, sink));
+    }
+
     /// Whether the side to move wins `position`, within about `node_limit`
     /// nodes (counted from the last solve's start).
     ///
@@ -190,7 +273,7 @@ impl DfpnSolver {
                 self.0.root(board)
             }
         }
-        self.node_limit = node_limit;
+        self.node_limit = if self.checkpoint_failed { 0 } else { node_limit };
         position.visit(Visit(self))
     }
 
@@ -208,6 +291,9 @@ impl DfpnSolver {
         mut on_move: impl FnMut(Move, bool),
     ) -> Result<Solution, Unsolved> {
         self.nodes = 0;
+        if let Some((every_nodes, _)) = &self.checkpoints {
+            self.next_checkpoint = *every_nodes;
+        }
         let moves = position.moves();
         self.progress.start(moves.len());
         let mut winning_moves = Vec::new();
@@ -391,6 +477,12 @@ impl DfpnSolver {
         }
         if self.nodes & 0xFFF == 0 {
             self.progress.nodes.fetch_add(0x1000, Ordering::Relaxed);
+            if self.nodes >= self.next_checkpoint {
+                self.offer_checkpoint();
+                if self.checkpoint_failed {
+                    return Err(Unsolved(self.nodes));
+                }
+            }
         }
         let key = Self::key(keys);
         if let Some((phi, delta)) = self.probe(key)
@@ -542,6 +634,54 @@ mod tests {
         let answer = pinned.solve(&start);
         assert_eq!((answer.win, &answer.winning_moves), (expected.win, &expected.winning_moves));
         assert!(answer.nodes * 10 < plain.nodes, "pinned: {} nodes, plain {}", answer.nodes, plain.nodes);
+    }
+
+    /// A checkpoint resumes the search: a solve stopped half-way, its last
+    /// checkpoint's expensive entries restored into a new solver, finishes
+    /// with the same values in about the nodes it had left; a sink that
+    /// fails stops the solve.
+    #[test]
+    fn a_checkpoint_resumes_the_search_where_it_stopped() {
+        let start = Position::start(Size::new(6, 5).unwrap());
+        let whole = DfpnSolver::new(16).solve(&start);
+        let saved = Arc::new(std::sync::Mutex::new((0, Vec::new())));
+        let mut first = DfpnSolver::new(16);
+        let sink = Arc::clone(&saved);
+        let offers = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&offers);
+        first.set_checkpoints(4096, move |entries| {
+            // Every fourth offer is taken, as a sink with a clock would.
+            if counted.fetch_add(1, Ordering::Relaxed) % 4 == 3 {
+                let kept: Vec<TableEntry> = entries.filter(|e| e.work >= 16).collect();
+                *sink.lock().unwrap() = (counted.load(Ordering::Relaxed), kept);
+            }
+            true
+        });
+        // Killed half-way: only the last checkpoint survives.
+        let stop = whole.nodes / 2;
+        assert!(first.solve_each(&start, stop, |_, _| {}).is_err());
+        let (offer, kept) = saved.lock().unwrap().clone();
+        let checkpoint_nodes = offer * 4096;
+        assert!(checkpoint_nodes > stop / 2 && !kept.is_empty(), "checkpoint at {checkpoint_nodes} nodes");
+        assert!(kept.iter().all(|e| e.hash & 1 == 1 && e.work >= 16));
+
+        let mut resumed = DfpnSolver::new(16);
+        for &entry in &kept {
+            resumed.restore(entry);
+        }
+        let answer = resumed.solve(&start);
+        assert_eq!((answer.win, &answer.winning_moves), (whole.win, &whole.winning_moves));
+        assert!(
+            answer.nodes < whole.nodes - checkpoint_nodes / 2,
+            "resumed: {} nodes after a checkpoint at {checkpoint_nodes}; {} in one go",
+            answer.nodes,
+            whole.nodes
+        );
+
+        let mut failing = DfpnSolver::new(16);
+        failing.set_checkpoints(4096, |_| false);
+        assert!(failing.solve_each(&start, u64::MAX, |_, _| {}).is_err(), "a failed checkpoint stops the solve");
+        assert!(failing.wins(&start).is_err(), "and every search after it");
     }
 
     /// A node budget stops the search with an error, and a second call with
