@@ -266,12 +266,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.verify {
         return verify(path);
     }
-    if args.dfpn || args.resume.as_deref().map(read_saved).transpose()?.is_some_and(|(_, saved)| saved.dfpn) {
-        return solve_by_proof_numbers(&args);
+    let saved = args.resume.as_deref().map(read_saved).transpose()?;
+    if args.dfpn || saved.as_ref().is_some_and(|(_, saved)| saved.dfpn) {
+        return solve_by_proof_numbers(&args, saved);
     }
-    let (position, bits, symmetry, dir) = if let Some(dir) = &args.resume {
-        let (position, saved) = read_saved(dir)?;
-        (position, saved.table_bits, saved.symmetry, Some(dir.clone()))
+    let (position, bits, symmetry, dir) = if let Some((position, saved)) = saved {
+        (position, saved.table_bits, saved.symmetry, args.resume.clone())
     } else {
         let position = parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?;
         (position, table_bits(&args)?, !args.no_symmetry, args.save.clone())
@@ -297,17 +297,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             file.set_len(intact).with_context(|| format!("{}", journal_path.display()))?;
             file
         } else {
-            anyhow::ensure!(!dir.exists(), "--save: {} already exists (resume it with --resume)", dir.display());
-            std::fs::create_dir_all(dir).with_context(|| format!("--save: {}", dir.display()))?;
-            let saved = SolveFile {
-                version: SOLVE_VERSION,
-                position: position.to_string(),
-                table_bits: bits,
-                symmetry,
-                dfpn: false,
-            };
-            konane_files::write_atomically(&dir.join(SOLVE_FILE), serde_json::to_string_pretty(&saved)?.as_bytes())
-                .with_context(|| format!("{}", dir.join(SOLVE_FILE).display()))?;
+            create_save_dir(dir, &position, bits, symmetry, false)?;
             let mut file = File::create(&journal_path).with_context(|| format!("{}", journal_path.display()))?;
             file.write_all(JOURNAL_MAGIC).and_then(|()| file.sync_all()).context("writing the journal")?;
             file
@@ -346,6 +336,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })
 }
 
+/// Makes the new directory of `--save DIR` and writes what it solves, and
+/// how, to `DIR/solve.json`.
+fn create_save_dir(dir: &Path, position: &Position, table_bits: u32, symmetry: bool, dfpn: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(!dir.exists(), "--save: {} already exists (resume it with --resume)", dir.display());
+    std::fs::create_dir_all(dir).with_context(|| format!("--save: {}", dir.display()))?;
+    let saved = SolveFile { version: SOLVE_VERSION, position: position.to_string(), table_bits, symmetry, dfpn };
+    let path = dir.join(SOLVE_FILE);
+    konane_files::write_atomically(&path, serde_json::to_string_pretty(&saved)?.as_bytes())
+        .with_context(|| format!("{}", path.display()))
+}
+
 /// The position and settings of the solve saved in `dir`.
 fn read_saved(dir: &Path) -> anyhow::Result<(Position, SolveFile)> {
     let path = dir.join(SOLVE_FILE);
@@ -377,14 +378,13 @@ fn table_bits(args: &Args) -> anyhow::Result<u32> {
 /// `DIR/table.bin`; `--resume DIR` restores the checkpoint, and pins the
 /// results of an alpha-beta solve's journal if the directory has one (the
 /// same symmetry-folded keys).
-fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
-    let (position, bits, dir) = match &args.resume {
-        Some(dir) => {
-            let (position, saved) = read_saved(dir)?;
+fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> anyhow::Result<()> {
+    let (position, bits, dir) = match (saved, &args.resume) {
+        (Some((position, saved)), Some(dir)) => {
             anyhow::ensure!(saved.symmetry, "--dfpn: {} was solved with --no-symmetry", dir.display());
             (position, saved.table_bits, Some(dir.clone()))
         }
-        None => (
+        _ => (
             parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?,
             table_bits(args)?,
             args.save.clone(),
@@ -394,17 +394,7 @@ fn solve_by_proof_numbers(args: &Args) -> anyhow::Result<()> {
         anyhow::ensure!(!path.exists(), "--proof: {} already exists", path.display());
     }
     if let Some(dir) = &args.save {
-        anyhow::ensure!(!dir.exists(), "--save: {} already exists (resume it with --resume)", dir.display());
-        std::fs::create_dir_all(dir).with_context(|| format!("--save: {}", dir.display()))?;
-        let saved = SolveFile {
-            version: SOLVE_VERSION,
-            position: position.to_string(),
-            table_bits: bits,
-            symmetry: true,
-            dfpn: true,
-        };
-        konane_files::write_atomically(&dir.join(SOLVE_FILE), serde_json::to_string_pretty(&saved)?.as_bytes())
-            .with_context(|| format!("{}", dir.join(SOLVE_FILE).display()))?;
+        create_save_dir(dir, &position, bits, true, true)?;
     }
     let start = Instant::now();
     // Its sets hold two entries in 64 bytes: half as many sets as the

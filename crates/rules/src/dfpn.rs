@@ -130,10 +130,9 @@ pub struct DfpnSolver {
     /// The child threshold's factor over the second-best sibling, in
     /// 1/1024ths above one (256: 1.25).
     epsilon: u64,
-    /// Where the table is offered every so many nodes, and the node count
-    /// of the next offer.
+    /// Where the table is offered every so many nodes (a multiple of
+    /// 4,096, counted from a solve's start).
     checkpoints: Option<(u64, CheckpointSink)>,
-    next_checkpoint: u64,
     /// A checkpoint's sink failed: every search stops as [`Unsolved`].
     checkpoint_failed: bool,
 }
@@ -180,7 +179,6 @@ impl DfpnSolver {
             order_scores: Vec::new(),
             epsilon: 512,
             checkpoints: None,
-            next_checkpoint: u64::MAX,
             checkpoint_failed: false,
         })
     }
@@ -216,7 +214,8 @@ impl DfpnSolver {
     }
 
     /// Offers the table's entries to `sink` every `every_nodes` nodes of
-    /// search (counted from a solve's start, in steps of 4,096), for it to keep those worth keeping
+    /// search (counted from a solve's start, rounded up to a multiple of
+    /// 4,096), for it to keep those worth keeping
     /// when a checkpoint is due: a later solver given them by
     /// [`DfpnSolver::restore`] goes on from there. The table is consistent
     /// whenever it is offered (settled entries are exact; unsettled numbers
@@ -227,9 +226,8 @@ impl DfpnSolver {
         every_nodes: u64,
         sink: impl FnMut(&mut dyn Iterator<Item = TableEntry>) -> bool + Send + 'static,
     ) {
-        let every_nodes = every_nodes.max(1);
+        let every_nodes = every_nodes.max(1).next_multiple_of(0x1000);
         self.checkpoints = Some((every_nodes, Box::new(sink)));
-        self.next_checkpoint = self.nodes.saturating_add(every_nodes);
         self.checkpoint_failed = false;
     }
 
@@ -256,7 +254,6 @@ impl DfpnSolver {
             self.checkpoint_failed = true;
             self.node_limit = 0;
         }
-        self.next_checkpoint = self.nodes.saturating_add(every_nodes);
         self.checkpoints = Some((every_nodes, sink));
     }
 
@@ -291,9 +288,6 @@ impl DfpnSolver {
         mut on_move: impl FnMut(Move, bool),
     ) -> Result<Solution, Unsolved> {
         self.nodes = 0;
-        if let Some((every_nodes, _)) = &self.checkpoints {
-            self.next_checkpoint = *every_nodes;
-        }
         let moves = position.moves();
         self.progress.start(moves.len());
         let mut winning_moves = Vec::new();
@@ -477,7 +471,9 @@ impl DfpnSolver {
         }
         if self.nodes & 0xFFF == 0 {
             self.progress.nodes.fetch_add(0x1000, Ordering::Relaxed);
-            if self.nodes >= self.next_checkpoint {
+            if let Some((every_nodes, _)) = &self.checkpoints
+                && self.nodes.is_multiple_of(*every_nodes)
+            {
                 self.offer_checkpoint();
                 if self.checkpoint_failed {
                     return Err(Unsolved(self.nodes));
