@@ -17,4 +17,4 @@ mod tree;
 pub use evaluator::{Batch, EvalError, Evaluator, RolloutEvaluator, SymmetryEvaluator, UniformEvaluator};
 pub use parallel::ParallelEvaluator;
 pub use player::MctsPlayer;
-pub use search::{RootChild, Search, SearchConfig, SearchPatch};
+pub use search::{RootChild, Search, SearchConfig, SearchPatch, prune_forced_visits};

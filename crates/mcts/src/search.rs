@@ -91,6 +91,12 @@ pub struct SearchConfig {
     /// Solver nodes allowed per leaf; leaves it cannot solve within them go
     /// to the evaluator.
     pub solve_nodes: u64,
+    /// Forced playouts (KataGo): at a noised root, a move with prior `P`
+    /// gets at least `sqrt(forced_playouts * P * N)` of the root's `N`
+    /// visits, so moves the noise favours are looked at before the search
+    /// dismisses them; [`Search::policy_target`] takes those visits out of
+    /// the training target again. 0 turns it off (KataGo uses 2).
+    pub forced_playouts: f32,
 }
 
 /// A [`SearchConfig`] field outside its range.
@@ -125,6 +131,9 @@ impl SearchConfig {
     pub const SOLVE_MAX_STONES: RangeInclusive<u32> = 0..=400;
     /// Allowed `solve_nodes`.
     pub const SOLVE_NODES: RangeInclusive<u64> = 1..=1_000_000_000;
+    /// Allowed `forced_playouts`: at 100 every move with a prior of 1% is
+    /// forced to the visits of the best one, past any use.
+    pub const FORCED_PLAYOUTS: RangeInclusive<f32> = 0.0..=100.0;
 
     /// Checks every field against its range (the constants above).
     ///
@@ -154,7 +163,8 @@ impl SearchConfig {
         check("batch_size", self.batch_size, Self::BATCH_SIZE)?;
         check("max_nodes", self.max_nodes, Self::MAX_NODES)?;
         check("solve_max_stones", self.solve_max_stones, Self::SOLVE_MAX_STONES)?;
-        check("solve_nodes", self.solve_nodes, Self::SOLVE_NODES)
+        check("solve_nodes", self.solve_nodes, Self::SOLVE_NODES)?;
+        check("forced_playouts", self.forced_playouts, Self::FORCED_PLAYOUTS)
     }
 }
 
@@ -175,6 +185,7 @@ impl Default for SearchConfig {
             max_nodes: 1 << 23,
             solve_max_stones: 0,
             solve_nodes: 20_000,
+            forced_playouts: 0.0,
         }
     }
 }
@@ -219,6 +230,8 @@ pub struct SearchPatch {
     pub solve_max_stones: Option<u32>,
     /// [`SearchConfig::solve_nodes`].
     pub solve_nodes: Option<u64>,
+    /// [`SearchConfig::forced_playouts`].
+    pub forced_playouts: Option<f32>,
 }
 
 impl SearchPatch {
@@ -234,6 +247,7 @@ impl SearchPatch {
             max_nodes,
             solve_max_stones,
             solve_nodes,
+            forced_playouts,
         } = *self;
         SearchConfig {
             c_puct: c_puct.unwrap_or(base.c_puct),
@@ -245,6 +259,7 @@ impl SearchPatch {
             max_nodes: max_nodes.unwrap_or(base.max_nodes),
             solve_max_stones: solve_max_stones.unwrap_or(base.solve_max_stones),
             solve_nodes: solve_nodes.unwrap_or(base.solve_nodes),
+            forced_playouts: forced_playouts.unwrap_or(base.forced_playouts),
         }
     }
 }
@@ -520,6 +535,24 @@ impl Search {
     /// policy training target); empty until the root is expanded.
     pub fn root_visits(&self) -> impl Iterator<Item = (Move, u32)> + '_ {
         self.root_nodes().iter().map(|n| (n.mv, n.visits))
+    }
+
+    /// The policy training target of the search: the root visits, in
+    /// legal-move order, less the forced playouts where they were on
+    /// (KataGo's policy target pruning, [`prune_forced_visits`]).
+    pub fn policy_target(&self) -> Vec<(Move, u32)> {
+        if !self.forcing() {
+            return self.root_visits().collect();
+        }
+        let children: Vec<RootChild> = self.root_children().collect();
+        let parent_visits = self.tree.root().visits;
+        prune_forced_visits(&children, parent_visits, self.config.c_puct, self.config.forced_playouts)
+    }
+
+    /// Whether the root's moves get forced playouts: they are on and the
+    /// root is noised.
+    fn forcing(&self) -> bool {
+        self.config.forced_playouts > 0.0 && self.gamma.is_some() && self.root_noise
     }
 
     /// The root moves with their statistics, in legal-move order.
@@ -827,6 +860,12 @@ impl Search {
                 visited_policy += c.prior as f64;
             }
         }
+        if node == ROOT
+            && self.forcing()
+            && let Some(i) = forced_child(children, self.config.forced_playouts)
+        {
+            return (first + i) as u32;
+        }
         let virtual_loss = self.config.virtual_loss as f64;
         // The parent's own in-flight count includes this descent.
         let parent_n = parent.visits as f64 + (parent.in_flight - 1) as f64 * virtual_loss;
@@ -894,6 +933,58 @@ impl Search {
     }
 }
 
+/// The root child short of its forced playouts, `sqrt(k * P * N)` of the
+/// root's `N` visits (in flight included), most short first; proven
+/// losses are never forced.
+fn forced_child(children: &[Node], k: f32) -> Option<usize> {
+    let total: f64 = children.iter().map(|c| f64::from(c.visits + c.in_flight)).sum();
+    let mut pick = None;
+    let mut most_short = 0.0;
+    for (i, c) in children.iter().enumerate() {
+        if c.proof == Proof::MoverLoses {
+            continue;
+        }
+        let short = (f64::from(k) * f64::from(c.prior) * total).sqrt() - f64::from(c.visits + c.in_flight);
+        if short > most_short {
+            (pick, most_short) = (Some(i), short);
+        }
+    }
+    pick
+}
+
+/// KataGo's policy target pruning: the visits of `children` (a root's,
+/// searched with forced playouts of strength `k` and `parent_visits`
+/// visits) less what forcing added. The most visited move keeps its
+/// visits; every other loses up to its `sqrt(k * P * N)` forced visits, as
+/// long as its PUCT score with the fewer visits stays at or below the most
+/// visited move's, so that what is left is what PUCT would have chosen
+/// anyway; a move left with one visit or none is dropped to 0.
+pub fn prune_forced_visits(children: &[RootChild], parent_visits: u32, c_puct: f32, k: f32) -> Vec<(Move, u32)> {
+    let mut target: Vec<(Move, u32)> = children.iter().map(|c| (c.mv, c.visits)).collect();
+    let Some(best) = (0..children.len()).reduce(|a, b| if children[b].visits > children[a].visits { b } else { a })
+    else {
+        return target;
+    };
+    let total: f64 = children.iter().map(|c| f64::from(c.visits)).sum();
+    let explore = f64::from(c_puct) * f64::from(parent_visits.max(1)).sqrt();
+    let puct = |c: &RootChild, n: f64| f64::from(c.value) + explore * f64::from(c.prior) / (1.0 + n);
+    let bar = puct(&children[best], f64::from(children[best].visits));
+    for (i, (c, (_, visits))) in children.iter().zip(&mut target).enumerate() {
+        if i == best || c.visits == 0 {
+            continue;
+        }
+        let forced = (f64::from(k) * f64::from(c.prior) * total).sqrt().floor();
+        let mut keep = (f64::from(c.visits) - forced).max(0.0);
+        // Fewer visits raise the exploration term: keep enough that the
+        // move would still not have been chosen over the best one.
+        let gap = bar - f64::from(c.value);
+        let needed = if gap > 0.0 { (explore * f64::from(c.prior) / gap - 1.0).ceil().max(0.0) } else { f64::INFINITY };
+        keep = keep.max(needed).min(f64::from(c.visits));
+        *visits = if keep <= 1.0 { 0 } else { keep as u32 };
+    }
+    target
+}
+
 #[cfg(test)]
 mod tests {
     use konane_rules::Size;
@@ -954,6 +1045,99 @@ mod tests {
         let illegal = Move::Remove(konane_rules::Cell(0));
         assert!(!start.is_legal(illegal));
         assert!(search.principal_variation(illegal, 6).is_empty());
+    }
+
+    /// Equal priors and a value of +0.8 for the side to move when it has an
+    /// even number of moves, -0.8 when odd: root moves differ sharply in
+    /// value, so a search left alone keeps to the few best.
+    struct Parity(MoveList);
+
+    impl Evaluator for Parity {
+        fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
+            for i in 0..batch.len() {
+                batch.positions()[i].legal_moves(&mut self.0);
+                let n = self.0.len();
+                let value = if n % 2 == 0 { 0.8 } else { -0.8 };
+                batch.push_output(value, &vec![1.0 / n.max(1) as f32; n]);
+            }
+            Ok(())
+        }
+    }
+
+    /// With forced playouts every noised root move gets its
+    /// `sqrt(k * P * N)` visits (give or take the one in flight), more than
+    /// the same search gives the least visited move without them; the
+    /// training target takes them back out as far as PUCT allows; without
+    /// noise nothing is forced.
+    #[test]
+    fn forced_playouts_are_given_and_pruned_from_the_policy_target() {
+        let position = midgame("8x8", 8);
+        let search_with = |forced_playouts: f32, noise: bool| {
+            // Little exploration: left alone, the search stays on few moves.
+            let config =
+                SearchConfig { c_puct: 0.2, dirichlet_epsilon: 0.25, forced_playouts, ..SearchConfig::default() };
+            let mut search = Search::new(config, 9);
+            search.set_root_noise(noise);
+            search.set_root(position);
+            search.run(&mut Parity(MoveList::new()), 400, None).unwrap();
+            search
+        };
+        let (plain, forced) = (search_with(0.0, true), search_with(2.0, true));
+        let children: Vec<RootChild> = forced.root_children().collect();
+        let total: u32 = children.iter().map(|c| c.visits).sum();
+        for c in &children {
+            let share = (2.0 * f64::from(c.prior) * f64::from(total)).sqrt();
+            assert!(f64::from(c.visits) + 1.0 >= share.floor(), "{c:?}: {share:.1} forced of {total}");
+        }
+        let least = |s: &Search| s.root_visits().map(|(_, v)| v).min().unwrap();
+        assert!(least(&forced) > least(&plain), "{} against {}", least(&forced), least(&plain));
+        // The target: the best move keeps its visits, the others lose some.
+        let target = forced.policy_target();
+        let raw: Vec<(Move, u32)> = forced.root_visits().collect();
+        let best = raw.iter().max_by_key(|(_, v)| *v).unwrap();
+        assert!(target.contains(best));
+        assert!(target.iter().zip(&raw).all(|(t, r)| t.0 == r.0 && t.1 <= r.1));
+        let pruned: u32 = target.iter().map(|(_, v)| v).sum();
+        assert!(pruned < total, "nothing pruned: {target:?}");
+        // What is left of each other move: at most its forced visits gone,
+        // and with what is left PUCT would still not prefer it to the best.
+        let explore = 0.2 * f64::from(forced.tree.root().visits).sqrt();
+        let puct = |c: &RootChild, n: u32| f64::from(c.value) + explore * f64::from(c.prior) / (1.0 + f64::from(n));
+        let best_child = children.iter().find(|c| c.mv == best.0).unwrap();
+        let bar = puct(best_child, best_child.visits);
+        for (c, &(_, kept)) in children.iter().zip(&target).filter(|(c, _)| c.mv != best.0) {
+            let forced_share = (2.0 * f64::from(c.prior) * f64::from(total)).sqrt().floor() as u32;
+            assert!(kept == 0 || kept + forced_share >= c.visits, "{c:?}: {kept} kept");
+            assert!(kept == 0 || kept == c.visits || puct(c, kept) <= bar + 1e-9, "{c:?}: {kept} kept");
+        }
+        // No noise, no forcing: the target is the visits, as in plain search.
+        let quiet = search_with(2.0, false);
+        assert_eq!(quiet.policy_target(), quiet.root_visits().collect::<Vec<_>>());
+        assert_eq!(least(&quiet), least(&search_with(0.0, false)));
+    }
+
+    /// The pruning by hand: a move whose visits were all forced goes to 0,
+    /// one the search wanted anyway keeps what PUCT asks for.
+    #[test]
+    fn policy_target_pruning_keeps_what_puct_would_have_chosen() {
+        let position = midgame("8x8", 8);
+        let moves = position.moves();
+        let child = |i: usize, visits, prior, value| RootChild { mv: moves[i], visits, prior, value, proven: None };
+        // 100 root visits: explore = 1.5 * 10 = 15; the best scores
+        // 0.2 + 15 * 0.5 / 61 = 0.3230.
+        let children = [child(0, 60, 0.5, 0.2), child(1, 30, 0.3, 0.1), child(2, 9, 0.2, -0.6)];
+        let target = prune_forced_visits(&children, 100, 1.5, 2.0);
+        // Move 1: sqrt(2 * 0.3 * 99) = 7.7, so at most 7 visits go (23
+        // left); PUCT needs 15 * 0.3 / (0.3230 - 0.1) - 1 = 19.2, so 20.
+        // Move 2: sqrt(2 * 0.2 * 99) = 6.3, so 6 go (3 left); PUCT needs
+        // 15 * 0.2 / (0.3230 + 0.6) - 1 = 2.25, so 3.
+        assert_eq!(target, vec![(moves[0], 60), (moves[1], 23), (moves[2], 3)]);
+        // Forced visits are taken down to one: the move is dropped.
+        let children = [child(0, 60, 0.5, 0.2), child(1, 2, 0.1, -0.9)];
+        assert_eq!(prune_forced_visits(&children, 62, 1.5, 2.0), vec![(moves[0], 60), (moves[1], 0)]);
+        // k = 0 takes nothing away but single visits.
+        let children = [child(0, 60, 0.5, 0.2), child(1, 30, 0.3, 0.1)];
+        assert_eq!(prune_forced_visits(&children, 91, 1.5, 0.0), vec![(moves[0], 60), (moves[1], 30)]);
     }
 
     #[test]

@@ -415,7 +415,7 @@ impl<'a> Worker<'a> {
         let config = self.job.config;
         let mut solved = false;
         if game.full {
-            let mut visits: Vec<(Move, u32)> = game.search.root_visits().collect();
+            let mut visits = game.search.policy_target();
             let exact = self.solve(&game.position, &mut visits);
             solved = exact.is_some();
             let root_value = game.search.root_value();
