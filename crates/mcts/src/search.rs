@@ -644,28 +644,33 @@ impl Search {
     /// moves not proven lost (all moves if every one is); temperature 0 (or
     /// less) is [`Search::best_move`]. A proven win is always played: it
     /// keeps self-play games honest at no cost to their opening variety.
+    /// With forced playouts the visits are the pruned ones of
+    /// [`Search::policy_target`] (as KataGo chooses), so forcing a move
+    /// does not make it likelier to be played.
     pub fn choose_move<R: Rng + ?Sized>(&self, temperature: f32, rng: &mut R) -> Option<Move> {
         let children = self.root_nodes();
         if temperature <= 0.0 || children.iter().any(|n| n.proof == Proof::MoverWins) {
             return self.best_move();
         }
+        let pruned = self.forcing().then(|| self.policy_target());
+        let visits = |i: usize| pruned.as_ref().map_or(children[i].visits, |target| target[i].1);
         let any_open = children.iter().any(|n| n.proof != Proof::MoverLoses);
-        let eligible = |n: &Node| !any_open || n.proof != Proof::MoverLoses;
-        let max = children.iter().filter(|n| eligible(n)).map(|n| n.visits).max().unwrap_or(0);
+        let eligible = |i: usize| !any_open || children[i].proof != Proof::MoverLoses;
+        let max = (0..children.len()).filter(|&i| eligible(i)).map(visits).max().unwrap_or(0);
         if max == 0 {
             return self.best_move();
         }
         // Scaled by the largest count first so that small temperatures
         // cannot overflow.
         let exponent = 1.0 / temperature as f64;
-        let weight = |n: &Node| {
-            if eligible(n) { (n.visits as f64 / max as f64).powf(exponent) } else { 0.0 }
+        let weight = |i: usize| {
+            if eligible(i) { (visits(i) as f64 / max as f64).powf(exponent) } else { 0.0 }
         };
-        let total: f64 = children.iter().map(weight).sum();
+        let total: f64 = (0..children.len()).map(weight).sum();
         let mut r = rng.random::<f64>() * total;
         let mut last = None;
-        for n in children {
-            let w = weight(n);
+        for (i, n) in children.iter().enumerate() {
+            let w = weight(i);
             if w > 0.0 {
                 last = Some(n.mv);
                 if r < w {
@@ -1109,6 +1114,16 @@ mod tests {
             let forced_share = (2.0 * f64::from(c.prior) * f64::from(total)).sqrt().floor() as u32;
             assert!(kept == 0 || kept + forced_share >= c.visits, "{c:?}: {kept} kept");
             assert!(kept == 0 || kept == c.visits || puct(c, kept) <= bar + 1e-9, "{c:?}: {kept} kept");
+        }
+        // Moves played at temperature 1 are drawn from the pruned visits:
+        // never one whose visits were all forced.
+        let zeroed: Vec<Move> =
+            target.iter().zip(&raw).filter(|(t, r)| t.1 == 0 && r.1 > 0).map(|(t, _)| t.0).collect();
+        assert!(!zeroed.is_empty(), "{target:?}");
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        for _ in 0..300 {
+            let mv = forced.choose_move(1.0, &mut rng).unwrap();
+            assert!(!zeroed.contains(&mv), "{mv:?} was only forced");
         }
         // No noise, no forcing: the target is the visits, as in plain search.
         let quiet = search_with(2.0, false);
