@@ -379,16 +379,16 @@ fn table_bits(args: &Args) -> anyhow::Result<u32> {
 /// results of an alpha-beta solve's journal if the directory has one (the
 /// same symmetry-folded keys).
 fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> anyhow::Result<()> {
-    let (position, bits, dir) = match (saved, &args.resume) {
-        (Some((position, saved)), Some(dir)) => {
-            anyhow::ensure!(saved.symmetry, "--dfpn: {} was solved with --no-symmetry", dir.display());
-            (position, saved.table_bits, Some(dir.clone()))
-        }
-        _ => (
+    let (position, bits, dir) = if let Some((position, saved)) = saved {
+        let dir = args.resume.clone().expect("a saved solve is read from --resume");
+        anyhow::ensure!(saved.symmetry, "--dfpn: {} was solved with --no-symmetry", dir.display());
+        (position, saved.table_bits, Some(dir))
+    } else {
+        (
             parse_board(args.board.as_deref().expect("clap requires a board without --resume"))?,
             table_bits(args)?,
             args.save.clone(),
-        ),
+        )
     };
     if let Some(path) = &args.proof {
         anyhow::ensure!(!path.exists(), "--proof: {} already exists", path.display());

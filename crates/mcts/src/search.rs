@@ -883,7 +883,7 @@ impl Search {
             let lost = c.in_flight as f64 * virtual_loss;
             let n = c.visits as f64 + lost;
             let q = if n == 0.0 { fpu } else { (c.value_sum - lost) / n };
-            let score = q + explore * c.prior as f64 / (1.0 + n);
+            let score = puct(q, c.prior as f64, n, explore);
             let slot = if c.proof == Proof::MoverLoses { &mut best_lost } else { &mut best };
             if score > slot.1 {
                 *slot = (i, score);
@@ -938,6 +938,20 @@ impl Search {
     }
 }
 
+/// PUCT's score of a child with mean value `q`, prior `prior` and `n`
+/// visits, under a parent whose exploration factor is
+/// `explore = c_puct * sqrt(N_parent)`.
+#[inline]
+fn puct(q: f64, prior: f64, n: f64, explore: f64) -> f64 {
+    q + explore * prior / (1.0 + n)
+}
+
+/// The visits forced playouts of strength `k` owe a root move with prior
+/// `prior` when the root's moves have `total` visits: `sqrt(k * P * N)`.
+fn forced_share(k: f32, prior: f32, total: f64) -> f64 {
+    (f64::from(k) * f64::from(prior) * total).sqrt()
+}
+
 /// The root child short of its forced playouts, `sqrt(k * P * N)` of the
 /// root's `N` visits (in flight included), most short first; proven
 /// losses are never forced.
@@ -949,7 +963,7 @@ fn forced_child(children: &[Node], k: f32) -> Option<usize> {
         if c.proof == Proof::MoverLoses {
             continue;
         }
-        let short = (f64::from(k) * f64::from(c.prior) * total).sqrt() - f64::from(c.visits + c.in_flight);
+        let short = forced_share(k, c.prior, total) - f64::from(c.visits + c.in_flight);
         if short > most_short {
             (pick, most_short) = (Some(i), short);
         }
@@ -972,16 +986,19 @@ pub fn prune_forced_visits(children: &[RootChild], parent_visits: u32, c_puct: f
     };
     let total: f64 = children.iter().map(|c| f64::from(c.visits)).sum();
     let explore = f64::from(c_puct) * f64::from(parent_visits.max(1)).sqrt();
-    let puct = |c: &RootChild, n: f64| f64::from(c.value) + explore * f64::from(c.prior) / (1.0 + n);
-    let bar = puct(&children[best], f64::from(children[best].visits));
+    let bar = {
+        let c = &children[best];
+        puct(f64::from(c.value), f64::from(c.prior), f64::from(c.visits), explore)
+    };
     for (i, (c, (_, visits))) in children.iter().zip(&mut target).enumerate() {
         if i == best || c.visits == 0 {
             continue;
         }
-        let forced = (f64::from(k) * f64::from(c.prior) * total).sqrt().floor();
+        let forced = forced_share(k, c.prior, total).floor();
         let mut keep = (f64::from(c.visits) - forced).max(0.0);
         // Fewer visits raise the exploration term: keep enough that the
-        // move would still not have been chosen over the best one.
+        // move would still not have been chosen over the best one (the
+        // least `n` with `puct(q, P, n) <= bar`).
         let gap = bar - f64::from(c.value);
         let needed = if gap > 0.0 { (explore * f64::from(c.prior) / gap - 1.0).ceil().max(0.0) } else { f64::INFINITY };
         keep = keep.max(needed).min(f64::from(c.visits));
