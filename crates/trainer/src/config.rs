@@ -293,6 +293,14 @@ pub struct TrainingConfig {
     pub size_mix: SizeMix,
     /// Steps per iteration.
     pub steps: u64,
+    /// Caps an iteration's steps while the replay window is short, so a
+    /// run restarted from a network (`--init-from`, whose window starts
+    /// empty) does not draw its first games dozens of times each: at most
+    /// `window samples x this / batch_size` steps. 0 turns the cap off.
+    /// (`configs/all.toml` draws 25,600 samples an iteration from a full
+    /// window of 60,000, 0.43 each; its first iteration after a restart
+    /// would draw each of its 3,500 samples 7.3 times.)
+    pub max_draws_per_sample: f64,
     /// `constant`, `step` or `cosine`.
     pub lr_schedule: LrSchedule,
     /// Initial learning rate.
@@ -313,6 +321,7 @@ impl Default for TrainingConfig {
             batch_size: 256,
             size_mix: SizeMix::OneSize,
             steps: 200,
+            max_draws_per_sample: 0.0,
             lr_schedule: LrSchedule::Constant,
             lr: 1e-3,
             lr_final: 1e-4,
@@ -324,6 +333,18 @@ impl Default for TrainingConfig {
 }
 
 impl TrainingConfig {
+    /// The steps of an iteration that starts training on a window of
+    /// `window_samples`: `steps`, cut by `max_draws_per_sample` (at least
+    /// one step, so a run never stalls).
+    pub fn steps_for_window(&self, window_samples: usize) -> u64 {
+        if self.max_draws_per_sample <= 0.0 {
+            return self.steps;
+        }
+        let draws = window_samples as f64 * self.max_draws_per_sample;
+        let capped = (draws / self.batch_size.max(1) as f64).ceil() as u64;
+        self.steps.min(capped.max(1))
+    }
+
     /// The learning rate at global step `step` of a run of `total_steps`.
     pub fn lr_at(&self, step: u64, total_steps: u64) -> f64 {
         match self.lr_schedule {
@@ -636,6 +657,7 @@ impl TrainConfig {
         let t = &self.training;
         check("training.batch_size", t.batch_size, 1..=8192)?;
         check("training.steps", t.steps, 0..=1_000_000)?;
+        check("training.max_draws_per_sample", t.max_draws_per_sample, 0.0..=1000.0)?;
         for (key, value) in [("training.lr", t.lr), ("training.lr_final", t.lr_final)] {
             if !(value > 0.0 && value <= 10.0) {
                 return fail(key, format!("{value}: must be > 0 and at most 10"));
@@ -881,5 +903,16 @@ mod tests {
         assert!((t.lr_at(0, 100) - 1.0).abs() < 1e-12);
         assert!((t.lr_at(50, 100) - 0.55).abs() < 1e-12);
         assert!((t.lr_at(100, 100) - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_draws_cap_cuts_steps_only_while_the_window_is_short() {
+        let mut t = TrainingConfig { steps: 100, batch_size: 256, ..Default::default() };
+        assert_eq!(t.steps_for_window(0), 100, "no cap by default");
+        t.max_draws_per_sample = 0.5;
+        // configs/all.toml's first iteration after a restart: 3,500 samples.
+        assert_eq!(t.steps_for_window(3_500), 7);
+        assert_eq!(t.steps_for_window(60_000), 100, "a full window is not capped");
+        assert_eq!(t.steps_for_window(1), 1, "a run never stalls");
     }
 }

@@ -667,12 +667,14 @@ impl Loop {
         let started = Instant::now();
         let training = &config.training;
         let done = partial.train_steps;
+        // The window is as the self-play left it, also after a resume.
+        let steps = training.steps_for_window(self.replay.len());
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(config.seed, iteration, 0, Stream::TrainingBatches));
         let per_batch = config.replay.solved_openings_per_batch(training.batch_size);
         let book = self.book.as_ref().map(|book| (book, per_batch));
         let plan = StepPlan {
             // An override may have lowered the steps below those taken.
-            steps: training.steps.saturating_sub(done),
+            steps: steps.saturating_sub(done),
             batch_size: training.batch_size,
             augment: config.replay.augment,
             size_mix: training.size_mix,
@@ -684,7 +686,7 @@ impl Loop {
         for _ in 0..done {
             plan.batch(&self.replay, &mut rng);
         }
-        let progress = PhaseProgress::start(&*self.observer, Phase::Training, training.steps, done);
+        let progress = PhaseProgress::start(&*self.observer, Phase::Training, steps, done);
         let mut sums = partial.loss_sums.map(f64::from_bits);
         let (first_step, total_steps) = (self.state.steps, self.total_steps());
         let observer = &*self.observer;

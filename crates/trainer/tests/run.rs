@@ -233,6 +233,40 @@ fn a_mixed_size_run_stopped_mid_iteration_resumes_to_the_same_run() {
     }
 }
 
+/// A cap on the draws per window sample cuts an iteration's steps while
+/// the window is short (as after `--init-from`), lifts as it fills, and a
+/// run stopped inside a capped iteration still resumes exactly.
+#[test]
+fn the_draws_per_sample_cap_cuts_steps_while_the_window_is_short() {
+    let capped = |iterations| {
+        let tiny = tiny(iterations);
+        let training = TrainingConfig { steps: 40, max_draws_per_sample: 0.5, ..tiny.training.clone() };
+        TrainConfig { training, ..tiny }
+    };
+    let root = temp();
+    let straight = root.path().join("straight");
+    train(options(Some(capped(2)), &straight)).unwrap();
+    let metrics = konane_trainer::metrics::read(&straight.join("metrics.jsonl")).unwrap();
+    for m in &metrics {
+        // Half a draw per sample of the window, in batches of 16.
+        let cap = (m.replay_size as f64 * 0.5 / 16.0).ceil() as u64;
+        assert!(cap < 40, "the tiny window must be short enough to cap: {cap}");
+        assert_eq!(m.train_steps, cap, "{m:?}");
+    }
+    assert_eq!(metrics[1].total_steps, metrics[0].train_steps + metrics[1].train_steps);
+    assert!(metrics[1].train_steps > metrics[0].train_steps, "the cap rises as the window fills");
+
+    let dir = root.path().join("stopped");
+    let first_of_second = metrics[0].train_steps + 1;
+    let first = train(stopping(options(Some(capped(2)), &dir), None, Some(first_of_second))).unwrap();
+    assert!(first.stopped);
+    let partial = run::find_latest(&dir).unwrap().1.partial.expect("a mid-iteration checkpoint");
+    assert_eq!((partial.iteration, partial.train_steps), (2, 1));
+    train(resume_options(&dir)).unwrap();
+    assert_eq!(metrics_without_timing(&straight), metrics_without_timing(&dir));
+    assert!(same(&latest_net(&straight), &latest_net(&dir)), "final networks differ");
+}
+
 fn stops_mid_iteration_and_resumes_exactly(config: impl Fn(u64) -> TrainConfig) -> tempfile::TempDir {
     let root = temp();
     let straight = root.path().join("straight");
