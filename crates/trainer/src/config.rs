@@ -187,6 +187,14 @@ pub struct SelfPlayConfig {
     /// search expected; mixing them lowers the target's noise early in a
     /// game. Exact (solver) targets are kept as they are. 0 turns it off.
     pub root_value_weight: f64,
+    /// KataGo's policy surprise weighting: this share of a game's recorded
+    /// samples is dealt out again in proportion to how far the search's
+    /// policy target moved from the network's (noised) root prior, their
+    /// KL divergence, so the positions where the search taught the network
+    /// most are written into the window more often (the rest stay one copy
+    /// each; a game keeps about as many samples as it recorded). KataGo
+    /// uses 0.5. 0 turns it off.
+    pub policy_surprise_weight: f64,
 }
 
 impl Default for SelfPlayConfig {
@@ -207,6 +215,7 @@ impl Default for SelfPlayConfig {
             random_move_probability: 0.0,
             random_opening_plies: 0,
             root_value_weight: 0.0,
+            policy_surprise_weight: 0.0,
         }
     }
 }
@@ -639,6 +648,7 @@ impl TrainConfig {
         }
         check("selfplay.random_opening_plies", s.random_opening_plies, 0..=400)?;
         check("selfplay.root_value_weight", s.root_value_weight, 0.0..=1.0)?;
+        check("selfplay.policy_surprise_weight", s.policy_surprise_weight, 0.0..=1.0)?;
         let r = &self.replay;
         check("replay.window", r.window, 1..=10_000_000)?;
         if r.min_samples > r.window {

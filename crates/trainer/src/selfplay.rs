@@ -305,9 +305,20 @@ struct Game {
     /// Where the game's leaves start in the current batch, and how many.
     first: usize,
     gathered: usize,
-    /// Full-search samples with the solver's verdict for the mover, if
-    /// solved, and the search's root value for the mover.
-    samples: Vec<(PackedSample, Option<bool>, f32)>,
+    /// Full-search samples as recorded.
+    samples: Vec<Recorded>,
+}
+
+/// A full-search sample before the game's result is known.
+struct Recorded {
+    sample: PackedSample,
+    /// The solver's verdict for the mover, if solved.
+    exact: Option<bool>,
+    /// The search's root value for the mover.
+    root_value: f32,
+    /// How far the policy target moved from the root prior (KL divergence;
+    /// 0 unless policy surprise weighting is on).
+    surprise: f32,
 }
 
 struct Worker<'a> {
@@ -419,7 +430,13 @@ impl<'a> Worker<'a> {
             let exact = self.solve(&game.position, &mut visits);
             solved = exact.is_some();
             let root_value = game.search.root_value();
-            game.samples.push((PackedSample::new(&game.position, visits, 0.0), exact, root_value));
+            let surprise = if config.policy_surprise_weight > 0.0 {
+                policy_surprise(&visits, game.search.root_children().map(|c| (c.mv, c.prior)))
+            } else {
+                0.0
+            };
+            let sample = PackedSample::new(&game.position, visits, 0.0);
+            game.samples.push(Recorded { sample, exact, root_value, surprise });
         }
         // No draw unless random moves are on, so runs without them replay.
         let mv = if solved
@@ -465,22 +482,28 @@ impl<'a> Worker<'a> {
         Some(solution.win)
     }
 
-    fn finish(&mut self, game: Game) -> GameOutput {
+    fn finish(&mut self, mut game: Game) -> GameOutput {
         let winner = game.position.winner().expect("finished games have a winner");
         // With random moves the game's result says little; the first solved
         // position's exact result is what perfect play from there gives.
         let value_winner = if self.job.config.random_move_probability > 0.0 {
-            let first_solved = game.samples.iter().find_map(|(sample, exact, _)| exact.map(|win| (sample, win)));
+            let first_solved = game.samples.iter().find_map(|r| r.exact.map(|win| (&r.sample, win)));
             first_solved.map_or(winner, |(sample, win)| exact_winner(sample.side_to_move(), win))
         } else {
             winner
         };
         let (mut solved, mut disagreed) = (0, 0);
         let weight = self.job.config.root_value_weight as f32;
+        let surprise_weight = self.job.config.policy_surprise_weight;
+        // Drawn only when weighting is on, so runs without it replay.
+        let copies = (surprise_weight > 0.0).then(|| {
+            let surprises: Vec<f32> = game.samples.iter().map(|r| r.surprise).collect();
+            surprise_copies(&surprises, surprise_weight, &mut game.rng)
+        });
         let samples: Vec<PackedSample> = game
             .samples
             .into_iter()
-            .map(|(mut sample, exact, root_value)| {
+            .map(|Recorded { mut sample, exact, root_value, .. }| {
                 let won = sample.side_to_move() == winner;
                 sample.value = match exact {
                     Some(win) => {
@@ -494,6 +517,11 @@ impl<'a> Worker<'a> {
                     }
                 };
                 sample
+            })
+            .enumerate()
+            .flat_map(|(i, sample)| {
+                let n = copies.as_ref().map_or(1, |copies| copies[i] as usize);
+                std::iter::repeat_n(sample, n)
             })
             .collect();
         let totals = SizeTotals {
@@ -518,6 +546,44 @@ impl<'a> Worker<'a> {
             solver_disagreed: disagreed,
         }
     }
+}
+
+/// KL divergence from the root prior to the search's policy target (the
+/// visits normalised): how much the search taught the network here.
+/// Priors are floored at 1e-6 so a move the network all but ruled out and
+/// the search then chose counts as very surprising, not infinitely.
+fn policy_surprise(target: &[(Move, u32)], priors: impl Iterator<Item = (Move, f32)>) -> f32 {
+    let total: u32 = target.iter().map(|&(_, v)| v).sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let priors: Vec<(Move, f32)> = priors.collect();
+    let mut kl = 0.0f64;
+    for &(mv, visits) in target.iter().filter(|&&(_, v)| v > 0) {
+        let t = f64::from(visits) / f64::from(total);
+        let prior = priors.iter().find(|&&(m, _)| m == mv).map_or(0.0, |&(_, p)| f64::from(p));
+        kl += t * (t / prior.max(1e-6)).ln();
+    }
+    kl.max(0.0) as f32
+}
+
+/// How many times each of a game's samples is written under policy
+/// surprise weighting: weight `1 - w + w * n * s_i / sum(s)` for `n`
+/// samples of surprise `s_i`, written `floor` times and once more with the
+/// fraction's probability, so a game keeps `n` samples on average. A game
+/// without surprise keeps one copy of each.
+fn surprise_copies(surprises: &[f32], weight: f64, rng: &mut ChaCha8Rng) -> Vec<u32> {
+    let total: f64 = surprises.iter().map(|&s| f64::from(s.max(0.0))).sum();
+    let n = surprises.len() as f64;
+    surprises
+        .iter()
+        .map(|&s| {
+            let share = if total > 0.0 { n * f64::from(s.max(0.0)) / total } else { 1.0 };
+            let w = 1.0 - weight + weight * share;
+            let whole = w.floor();
+            whole as u32 + u32::from(rng.random::<f64>() < w - whole)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -655,6 +721,75 @@ mod tests {
             searched.iter().zip(&results).any(|(q, z)| (q - z).abs() > 0.1),
             "the search's values differ from results"
         );
+    }
+
+    /// The surprise is the KL divergence from the prior to the normalised
+    /// visits: none where they agree, and a move without a prior is
+    /// floored rather than infinite.
+    #[test]
+    fn policy_surprise_is_the_kl_divergence_from_the_prior() {
+        let position = Position::start(Size::new(4, 4).unwrap());
+        let moves: Vec<Move> = position.moves().iter().copied().collect();
+        let (a, b) = (moves[0], moves[1]);
+        let agree = policy_surprise(&[(a, 3), (b, 1)], [(a, 0.75), (b, 0.25)].into_iter());
+        assert!(agree.abs() < 1e-6, "{agree}");
+        let against = policy_surprise(&[(a, 3), (b, 1)], [(a, 0.25), (b, 0.75)].into_iter());
+        assert!((against - 0.5 * 3f32.ln()).abs() < 1e-5, "{against}");
+        let unseen = policy_surprise(&[(a, 0), (b, 4)], [(a, 1.0), (b, 0.0)].into_iter());
+        assert!((unseen - 1e6f32.ln()).abs() < 1e-3, "{unseen}");
+        assert_eq!(policy_surprise(&[(a, 0), (b, 0)], [(a, 0.5), (b, 0.5)].into_iter()), 0.0);
+    }
+
+    /// Copies follow the surprise at full weight, keep one each without
+    /// surprise, and keep a game's sample count on average.
+    #[test]
+    fn surprise_copies_follow_the_surprise_and_keep_the_count() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        assert_eq!(surprise_copies(&[0.0, 0.0, 0.0], 0.5, &mut rng), [1, 1, 1]);
+        assert_eq!(surprise_copies(&[0.0, 0.0, 2.0], 1.0, &mut rng), [0, 0, 3]);
+        // Weight 1/2 on surprises 0 and 1: weights 1/2 and 3/2.
+        let mut sums = [0u32; 2];
+        for _ in 0..10_000 {
+            let copies = surprise_copies(&[0.0, 1.0], 0.5, &mut rng);
+            sums[0] += copies[0];
+            sums[1] += copies[1];
+        }
+        assert!((4_800..5_200).contains(&sums[0]) && (14_800..15_200).contains(&sums[1]), "{sums:?}");
+    }
+
+    /// In self-play the weighting changes which samples are written, not
+    /// the games: the same games, each sample one of the game's positions
+    /// in its order, some written twice or more and some not at all, and
+    /// about as many samples in all.
+    #[test]
+    fn surprise_weighting_repeats_positions_without_changing_the_games() {
+        let config = |weight| SelfPlayConfig {
+            games: 6,
+            parallel_games: 3,
+            simulations: 24,
+            policy_surprise_weight: weight,
+            ..SelfPlayConfig::default()
+        };
+        let (plain, _) = play_5x5(&config(0.0), 19);
+        let (weighted, stats) = play_5x5(&config(1.0), 19);
+        let positions =
+            |game: &GameOutput| -> Vec<String> { game.samples.iter().map(|s| s.position().to_string()).collect() };
+        let (mut repeated, mut dropped) = (false, false);
+        for (p, w) in plain.iter().zip(&weighted) {
+            assert_eq!((p.index, p.plies, p.winner), (w.index, w.plies, w.winner), "the same game");
+            let (all, written) = (positions(p), positions(w));
+            let mut distinct = written.clone();
+            distinct.dedup();
+            repeated |= distinct.len() < written.len();
+            dropped |= distinct.len() < all.len();
+            let in_order: Vec<&String> = all.iter().filter(|x| distinct.contains(x)).collect();
+            assert_eq!(in_order, distinct.iter().collect::<Vec<_>>(), "the game's positions, in order");
+        }
+        assert!(repeated && dropped, "repeated {repeated}, dropped {dropped}");
+        let total = |games: &[GameOutput]| games.iter().map(|g| g.samples.len()).sum::<usize>();
+        let (n, m) = (total(&plain), total(&weighted));
+        assert!(m * 10 >= n * 6 && m * 10 <= n * 14, "{m} samples written for {n} recorded");
+        assert_eq!(stats.samples as usize, m);
     }
 
     /// Random openings: drawn lengths cover 0 to the maximum, stop short of

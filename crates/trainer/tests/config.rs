@@ -82,6 +82,8 @@ fn an_out_of_range_value_names_the_key_and_the_reason() {
         ("[evaluation]\nopponents = [\"minimax\"]\n", "evaluation.opponents", "unknown player"),
         ("[evaluation]\nopponents = [\"alphabeta:ms=10\"]\n", "evaluation.opponents", "timed"),
         ("[training]\nlr = -1.0\n", "training.lr", "> 0"),
+        ("[selfplay]\npolicy_surprise_weight = 1.5\n", "selfplay.policy_surprise_weight", "[0, 1]"),
+        ("[selfplay]\npolicy_surprise_weight = nan\n", "selfplay.policy_surprise_weight", "[0, 1]"),
         ("[training]\nmax_draws_per_sample = -1.0\n", "training.max_draws_per_sample", "[0, 1000]"),
         ("[training]\nmax_draws_per_sample = nan\n", "training.max_draws_per_sample", "[0, 1000]"),
         ("[checkpoint]\nkeep_last = 1\n", "checkpoint.keep_last", "at least 2"),
