@@ -5,15 +5,18 @@
 //!   evaluator call, or all at once with [`Search::run`].
 //! * [`evaluator`]: the [`Evaluator`] trait and network-free evaluators,
 //!   plus the random-symmetry wrapper [`SymmetryEvaluator`].
+//! * [`CachedEvaluator`]: network outputs remembered by position.
 //! * [`MctsPlayer`]: a [`konane_players::Player`] on top of the search.
 #![deny(missing_docs)]
 
+pub mod cache;
 pub mod evaluator;
 pub mod parallel;
 pub mod player;
 pub mod search;
 mod tree;
 
+pub use cache::CachedEvaluator;
 pub use evaluator::{Batch, EvalError, Evaluator, RolloutEvaluator, SymmetryEvaluator, UniformEvaluator};
 pub use parallel::ParallelEvaluator;
 pub use player::MctsPlayer;

@@ -195,6 +195,12 @@ pub struct SelfPlayConfig {
     /// each; a game keeps about as many samples as it recorded). KataGo
     /// uses 0.5. 0 turns it off.
     pub policy_surprise_weight: f64,
+    /// Network outputs each self-play worker remembers, by position, for
+    /// the iteration (every game searches the same openings, and jumps in
+    /// different places reach one position in several orders): a
+    /// remembered position costs no network call. The network answers a
+    /// position the same in any batch, so the games do not change. 0 = off.
+    pub eval_cache: usize,
 }
 
 impl Default for SelfPlayConfig {
@@ -216,6 +222,7 @@ impl Default for SelfPlayConfig {
             random_opening_plies: 0,
             root_value_weight: 0.0,
             policy_surprise_weight: 0.0,
+            eval_cache: 1 << 16,
         }
     }
 }
@@ -649,6 +656,7 @@ impl TrainConfig {
         check("selfplay.random_opening_plies", s.random_opening_plies, 0..=400)?;
         check("selfplay.root_value_weight", s.root_value_weight, 0.0..=1.0)?;
         check("selfplay.policy_surprise_weight", s.policy_surprise_weight, 0.0..=1.0)?;
+        check("selfplay.eval_cache", s.eval_cache, 0..=1 << 24)?;
         let r = &self.replay;
         check("replay.window", r.window, 1..=10_000_000)?;
         if r.min_samples > r.window {

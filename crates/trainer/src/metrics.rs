@@ -99,6 +99,10 @@ pub struct IterationMetrics {
     pub black_win_rate: f64,
     /// Mean positions per network call in self-play.
     pub mean_batch: f64,
+    /// Self-play positions answered by the cache of network outputs
+    /// (`selfplay.eval_cache`) instead of the network.
+    #[serde(default)]
+    pub cache_hits: u64,
     /// Samples whose value target came from the solver.
     pub solved_samples: u64,
     /// Of those, the share that disagreed with the game result.

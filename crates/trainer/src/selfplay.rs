@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use konane_mcts::{Batch, EvalError, Evaluator, Search};
+use konane_mcts::{Batch, CachedEvaluator, EvalError, Evaluator, Search};
 use konane_nn::{Backend, Net, NetEvaluator};
 use konane_rules::{Color, Move, Position, Size, Solver};
 use rand::{RngExt, SeedableRng};
@@ -160,6 +160,9 @@ pub struct SelfPlayStats {
     pub evaluations: u64,
     /// Network calls.
     pub batches: u64,
+    /// Positions answered by the cache of network outputs instead.
+    #[serde(default)]
+    pub cache_hits: u64,
     /// Games won by black (the first player).
     pub black_wins: usize,
     /// Samples with exact (solver) value targets.
@@ -209,6 +212,7 @@ impl SelfPlayStats {
         self.samples += other.samples;
         self.evaluations += other.evaluations;
         self.batches += other.batches;
+        self.cache_hits += other.cache_hits;
         self.black_wins += other.black_wins;
         self.solved += other.solved;
         self.solver_disagreed += other.solver_disagreed;
@@ -323,7 +327,7 @@ struct Recorded {
 
 struct Worker<'a> {
     job: &'a SelfPlayJob<'a>,
-    evaluator: NetEvaluator,
+    evaluator: CachedEvaluator<NetEvaluator>,
     solver: Option<Solver>,
     stats: SelfPlayStats,
     /// Another worker failed: stop as if stopped.
@@ -333,6 +337,8 @@ struct Worker<'a> {
 impl<'a> Worker<'a> {
     fn new(job: &'a SelfPlayJob<'a>, evaluator: NetEvaluator, failed: &'a AtomicBool) -> Worker<'a> {
         let solver = (job.config.solver_max_stones > 0).then(|| Solver::new(16));
+        // The network is fixed for the phase, so its outputs stay valid.
+        let evaluator = CachedEvaluator::new(evaluator, job.config.eval_cache);
         Worker { job, evaluator, solver, stats: SelfPlayStats::default(), failed }
     }
 
@@ -415,9 +421,10 @@ impl<'a> Worker<'a> {
                 }
             }
         }
-        let (batches, evaluations) = self.evaluator.counts();
+        let (batches, evaluations) = self.evaluator.inner().counts();
         self.stats.batches = batches;
         self.stats.evaluations = evaluations;
+        self.stats.cache_hits = self.evaluator.counts().1;
         Ok(Some((finished, self.stats)))
     }
 
@@ -721,6 +728,29 @@ mod tests {
             searched.iter().zip(&results).any(|(q, z)| (q - z).abs() > 0.1),
             "the search's values differ from results"
         );
+    }
+
+    /// The cache of network outputs changes no game and no sample (the
+    /// network answers a position the same in any batch) and saves
+    /// network calls.
+    #[test]
+    fn the_output_cache_saves_network_calls_and_changes_nothing() {
+        let config = |cache| SelfPlayConfig {
+            games: 6,
+            parallel_games: 3,
+            simulations: 24,
+            eval_cache: cache,
+            ..SelfPlayConfig::default()
+        };
+        let (plain, plain_stats) = play_5x5(&config(0), 23);
+        let (cached, stats) = play_5x5(&config(1 << 12), 23);
+        assert_eq!(plain_stats.cache_hits, 0);
+        assert!(stats.cache_hits > 0, "{stats:?}");
+        assert_eq!(stats.evaluations + stats.cache_hits, plain_stats.evaluations);
+        for (p, c) in plain.iter().zip(&cached) {
+            assert_eq!((p.index, p.plies, p.winner), (c.index, c.plies, c.winner));
+            assert!(p.samples == c.samples, "game {}: the samples differ", p.index);
+        }
     }
 
     /// The surprise is the KL divergence from the prior to the normalised

@@ -750,6 +750,7 @@ impl Loop {
             mean_game_length: stats.moves as f64 / games,
             black_win_rate: stats.black_wins as f64 / games,
             mean_batch: stats.evaluations as f64 / stats.batches.max(1) as f64,
+            cache_hits: stats.cache_hits,
             solved_samples: stats.solved,
             solver_disagreement: stats.solver_disagreed as f64 / stats.solved.max(1) as f64,
             solver_policy_corrected: stats.policy_corrected,

@@ -147,6 +147,7 @@ fn two_iterations_end_to_end() {
         assert_eq!(m.iteration, i as u64 + 1);
         assert_eq!(m.games, 6);
         assert!(m.samples > 0 && m.train_steps == 3);
+        assert!(m.cache_hits > 0, "the openings repeat across games");
         assert!(m.policy_loss.is_finite() && m.value_loss.is_finite());
         let opponents: Vec<&str> = m.evaluation.iter().map(|r| r.opponent.as_str()).collect();
         assert_eq!(opponents, ["previous", "random", "greedy"]);
