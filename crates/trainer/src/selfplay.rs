@@ -424,7 +424,7 @@ impl<'a> Worker<'a> {
         let (batches, evaluations) = self.evaluator.inner().counts();
         self.stats.batches = batches;
         self.stats.evaluations = evaluations;
-        self.stats.cache_hits = self.evaluator.counts().1;
+        self.stats.cache_hits = self.evaluator.hits();
         Ok(Some((finished, self.stats)))
     }
 
@@ -556,20 +556,22 @@ impl<'a> Worker<'a> {
 }
 
 /// KL divergence from the root prior to the search's policy target (the
-/// visits normalised): how much the search taught the network here.
-/// Priors are floored at 1e-6 so a move the network all but ruled out and
-/// the search then chose counts as very surprising, not infinitely.
+/// visits normalised): how much the search taught the network here. Both
+/// list the root's moves in legal-move order. Priors are floored at 1e-6
+/// so a move the network all but ruled out and the search then chose
+/// counts as very surprising, not infinitely.
 fn policy_surprise(target: &[(Move, u32)], priors: impl Iterator<Item = (Move, f32)>) -> f32 {
     let total: u32 = target.iter().map(|&(_, v)| v).sum();
     if total == 0 {
         return 0.0;
     }
-    let priors: Vec<(Move, f32)> = priors.collect();
     let mut kl = 0.0f64;
-    for &(mv, visits) in target.iter().filter(|&&(_, v)| v > 0) {
-        let t = f64::from(visits) / f64::from(total);
-        let prior = priors.iter().find(|&&(m, _)| m == mv).map_or(0.0, |&(_, p)| f64::from(p));
-        kl += t * (t / prior.max(1e-6)).ln();
+    for (&(mv, visits), (prior_mv, prior)) in target.iter().zip(priors) {
+        debug_assert_eq!(mv, prior_mv, "the target and the priors list the moves alike");
+        if visits > 0 {
+            let t = f64::from(visits) / f64::from(total);
+            kl += t * (t / f64::from(prior).max(1e-6)).ln();
+        }
     }
     kl.max(0.0) as f32
 }
@@ -730,18 +732,17 @@ mod tests {
         );
     }
 
+    /// Six short 5x5 games, three at a time.
+    fn six_games() -> SelfPlayConfig {
+        SelfPlayConfig { games: 6, parallel_games: 3, simulations: 24, ..SelfPlayConfig::default() }
+    }
+
     /// The cache of network outputs changes no game and no sample (the
     /// network answers a position the same in any batch) and saves
     /// network calls.
     #[test]
     fn the_output_cache_saves_network_calls_and_changes_nothing() {
-        let config = |cache| SelfPlayConfig {
-            games: 6,
-            parallel_games: 3,
-            simulations: 24,
-            eval_cache: cache,
-            ..SelfPlayConfig::default()
-        };
+        let config = |cache| SelfPlayConfig { eval_cache: cache, ..six_games() };
         let (plain, plain_stats) = play_5x5(&config(0), 23);
         let (cached, stats) = play_5x5(&config(1 << 12), 23);
         assert_eq!(plain_stats.cache_hits, 0);
@@ -793,13 +794,7 @@ mod tests {
     /// about as many samples in all.
     #[test]
     fn surprise_weighting_repeats_positions_without_changing_the_games() {
-        let config = |weight| SelfPlayConfig {
-            games: 6,
-            parallel_games: 3,
-            simulations: 24,
-            policy_surprise_weight: weight,
-            ..SelfPlayConfig::default()
-        };
+        let config = |weight| SelfPlayConfig { policy_surprise_weight: weight, ..six_games() };
         let (plain, _) = play_5x5(&config(0.0), 19);
         let (weighted, stats) = play_5x5(&config(1.0), 19);
         let positions =
