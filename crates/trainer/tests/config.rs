@@ -75,6 +75,8 @@ fn an_out_of_range_value_names_the_key_and_the_reason() {
     for (text, key, reason) in [
         ("[selfplay]\nsimulations = 0\n", "selfplay.simulations", "at least 1"),
         ("[selfplay.search]\ndirichlet_epsilon = 1.5\n", "selfplay.search.dirichlet_epsilon", "[0, 1]"),
+        ("[selfplay.search]\ndirichlet_shape = 1.5\n", "selfplay.search.dirichlet_shape", "[0, 1]"),
+        ("[selfplay.search]\ndirichlet_shape = nan\n", "selfplay.search.dirichlet_shape", "[0, 1]"),
         ("[selfplay.search]\nforced_playouts = -2.0\n", "selfplay.search.forced_playouts", "[0, 100]"),
         ("[selfplay.search]\nforced_playouts = nan\n", "selfplay.search.forced_playouts", "[0, 100]"),
         ("sizes = [\"6x\"]\n", "sizes", "6x"),
