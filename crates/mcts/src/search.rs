@@ -1113,21 +1113,35 @@ mod tests {
         assert!(search.principal_variation(illegal, 6).is_empty());
     }
 
-    /// Equal priors and a value of +0.8 for the side to move when it has an
-    /// even number of moves, -0.8 when odd: root moves differ sharply in
-    /// value, so a search left alone keeps to the few best.
-    struct Parity(MoveList);
+    /// An evaluator answering each position from its number of legal
+    /// moves `n` alone: `answer(n)` is the value and the `n` priors.
+    struct ByMoveCount<F> {
+        moves: MoveList,
+        answer: F,
+    }
 
-    impl Evaluator for Parity {
+    impl<F: FnMut(usize) -> (f32, Vec<f32>)> ByMoveCount<F> {
+        fn new(answer: F) -> Self {
+            ByMoveCount { moves: MoveList::new(), answer }
+        }
+    }
+
+    impl<F: FnMut(usize) -> (f32, Vec<f32>) + Send> Evaluator for ByMoveCount<F> {
         fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
             for i in 0..batch.len() {
-                batch.positions()[i].legal_moves(&mut self.0);
-                let n = self.0.len();
-                let value = if n % 2 == 0 { 0.8 } else { -0.8 };
-                batch.push_output(value, &vec![1.0 / n.max(1) as f32; n]);
+                batch.positions()[i].legal_moves(&mut self.moves);
+                let (value, priors) = (self.answer)(self.moves.len());
+                batch.push_output(value, &priors);
             }
             Ok(())
         }
+    }
+
+    /// Equal priors and a value of +0.8 for the side to move when it has an
+    /// even number of moves, -0.8 when odd: root moves differ sharply in
+    /// value, so a search left alone keeps to the few best.
+    fn parity() -> ByMoveCount<impl FnMut(usize) -> (f32, Vec<f32>) + Send> {
+        ByMoveCount::new(|n| (if n % 2 == 0 { 0.8 } else { -0.8 }, vec![1.0 / n.max(1) as f32; n]))
     }
 
     /// With forced playouts every noised root move gets its
@@ -1145,7 +1159,7 @@ mod tests {
             let mut search = Search::new(config, 9);
             search.set_root_noise(noise);
             search.set_root(position);
-            search.run(&mut Parity(MoveList::new()), 400, None).unwrap();
+            search.run(&mut parity(), 400, None).unwrap();
             search
         };
         let (plain, forced) = (search_with(0.0, true), search_with(2.0, true));
@@ -1254,22 +1268,6 @@ mod tests {
         assert!(!uniform(&search), "noise again once turned on");
     }
 
-    /// Prior 1 for the first half of the legal moves and 1e-6 for the rest
-    /// (before normalising), value 0.
-    struct Peaked(MoveList);
-
-    impl Evaluator for Peaked {
-        fn evaluate(&mut self, batch: &mut Batch) -> Result<(), EvalError> {
-            for i in 0..batch.len() {
-                batch.positions()[i].legal_moves(&mut self.0);
-                let n = self.0.len();
-                let priors: Vec<f32> = (0..n).map(|m| if m < n / 2 { 1.0 } else { 1e-6 }).collect();
-                batch.push_output(0.0, &priors);
-            }
-            Ok(())
-        }
-    }
-
     /// The noise mass on the moves the network all but rules out: about
     /// half the noise (they are half the moves) with plain noise, none when
     /// the noise is shaped wholly, in between when shaped by half. Uniform
@@ -1284,7 +1282,10 @@ mod tests {
                     SearchConfig { dirichlet_epsilon: 0.25, dirichlet_shape: shape, ..SearchConfig::default() };
                 let mut search = Search::new(config, seed);
                 search.set_root(position);
-                search.run(&mut Peaked(MoveList::new()), 1, None).unwrap();
+                // Prior 1 for the first half of the moves, 1e-6 for the rest.
+                let mut peaked =
+                    ByMoveCount::new(|n| (0.0, (0..n).map(|m| if m < n / 2 { 1.0 } else { 1e-6 }).collect()));
+                search.run(&mut peaked, 1, None).unwrap();
                 let priors: Vec<f32> = search.root_children().map(|c| c.prior).collect();
                 let sum: f32 = priors.iter().sum();
                 assert!((sum - 1.0).abs() < 1e-4, "{sum}");
