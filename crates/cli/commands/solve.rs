@@ -331,8 +331,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })?;
         report.push_str(&replies_text(&position, &values));
     }
-    finish(&args, dir.as_deref(), &position, &solution, report, || {
-        proof::prove(&mut solver, &position, proof::MAX_DEPTH)
+    finish(&args, dir.as_deref(), &position, &solution, report, |shown| {
+        solver.without_move_order(|solver| proof::prove_counting(solver, &position, proof::MAX_DEPTH, shown))
     })
 }
 
@@ -465,8 +465,8 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
             move_values(&position, start, |child| solver.solve_each(child, u64::MAX, |_, _| {}).map_err(stopped))?;
         report.push_str(&replies_text(&position, &values));
     }
-    finish(args, dir.as_deref(), &position, &solution, report, || {
-        proof::prove_with(&mut solver, &position, proof::MAX_DEPTH)
+    finish(args, dir.as_deref(), &position, &solution, report, |shown| {
+        proof::prove_counting(&mut solver, &position, proof::MAX_DEPTH, shown)
     })
 }
 
@@ -478,7 +478,7 @@ fn finish(
     position: &Position,
     solution: &Solution,
     mut report: String,
-    prove: impl FnOnce() -> Result<(proof::Proof, proof::Report), proof::ProveError>,
+    prove: impl FnOnce(&AtomicU64) -> Result<(proof::Proof, proof::Report), proof::ProveError>,
 ) -> anyhow::Result<()> {
     // The result is out before the proof, which can take longer than the solve.
     save_result(dir, position, &report)?;
@@ -490,7 +490,7 @@ fn finish(
         // A resumed solve writes its directory's proof again.
         anyhow::ensure!(args.proof.is_none() || !path.exists(), "--proof: {} already exists", path.display());
         let proving = Instant::now();
-        let (proof, values) = prove()?;
+        let (proof, values) = while_reporting_proof(proving, prove)?;
         anyhow::ensure!(values.win == solution.win, "the proof's value differs from the solve's (a false table hit?)");
         let bytes = proof.to_bytes();
         konane_files::write_atomically(path, &bytes).with_context(|| format!("{}", path.display()))?;
@@ -506,6 +506,34 @@ fn finish(
         stdout.write_all(line.as_bytes())?;
     }
     Ok(())
+}
+
+/// Runs `prove`, printing every 10 s how many positions it has shown: a
+/// proof can take longer than the solve, with nothing else to show for it.
+fn while_reporting_proof<T: Send>(start: Instant, prove: impl FnOnce(&AtomicU64) -> T) -> T {
+    let shown = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut last = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if last.elapsed() >= Duration::from_secs(10) {
+                    last = Instant::now();
+                    let seconds = start.elapsed().as_secs_f64();
+                    let count = shown.load(Ordering::Relaxed) as f64;
+                    eprintln!(
+                        "proving: {} positions shown in {seconds:.0}s ({}/s)",
+                        human(count),
+                        human(count / seconds)
+                    );
+                }
+            }
+        });
+        let result = prove(&shown);
+        done.store(true, Ordering::Relaxed);
+        result
+    })
 }
 
 /// The moves of `position` in the order reports and proofs list them.

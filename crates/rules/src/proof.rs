@@ -22,6 +22,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dfpn::DfpnSolver;
 use crate::geometry::Color;
@@ -405,9 +406,27 @@ impl Oracle for DfpnSolver {
 /// # Panics
 /// If `depth` is above [`MAX_DEPTH`].
 pub fn prove_with(oracle: &mut impl Oracle, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
+    prove_counting(oracle, position, depth, &AtomicU64::new(0))
+}
+
+/// As [`prove_with`], adding each position it shows to `shown` as it goes,
+/// so that another thread can report the progress of a long proof.
+///
+/// # Errors
+/// As [`prove`].
+///
+/// # Panics
+/// If `depth` is above [`MAX_DEPTH`].
+pub fn prove_counting(
+    oracle: &mut impl Oracle,
+    position: &Position,
+    depth: u8,
+    shown: &AtomicU64,
+) -> Result<(Proof, Report), ProveError> {
     assert!(depth <= MAX_DEPTH, "proof depth {depth}");
+    let counter = shown;
     let shown = Shown { keys: ClassKeys::new(position.size()), set: HashSet::new() };
-    let mut prover = Prover { solver: oracle, shown, stream: Vec::new() };
+    let mut prover = Prover { solver: oracle, shown, counter, stream: Vec::new() };
     let (win, moves) = prover.expand(position, depth)?;
     let report = Report { win, moves, positions: prover.shown.set.len() as u64 };
     Ok((Proof { position: *position, depth, stream: prover.stream }, report))
@@ -416,6 +435,8 @@ pub fn prove_with(oracle: &mut impl Oracle, position: &Position, depth: u8) -> R
 struct Prover<'a, O> {
     solver: &'a mut O,
     shown: Shown,
+    /// The size of `shown`, for whoever reports progress.
+    counter: &'a AtomicU64,
     stream: Vec<u8>,
 }
 
@@ -443,30 +464,19 @@ impl<O: Oracle> Prover<'_, O> {
         if !self.shown.insert(self.shown.key(position), win) {
             return Ok(());
         }
+        self.counter.fetch_add(1, Ordering::Relaxed);
         let moves = sorted_moves(position);
         if win {
-            // A move into a position already shown lost costs nothing more;
-            // then the moves the solve found lost (its table knows them),
-            // then the others; within each, the move into the position with
-            // the fewest replies: the fewest branches to show below. Moves
-            // the table knows won cannot be shown lost.
-            let mut candidates: Vec<(u8, u32, usize, Position)> = Vec::with_capacity(moves.len());
-            for (i, &mv) in moves.iter().enumerate() {
-                let mut child = *position;
-                child.play_unchecked(mv);
-                let tier = if self.shown.value(self.shown.key(&child)) == Some(false) {
-                    0
-                } else {
-                    match self.solver.known(&child) {
-                        Some(true) => continue,
-                        Some(false) => 1,
-                        None => 2,
-                    }
-                };
-                let replies = if tier == 0 { 0 } else { child.count_moves() };
-                candidates.push((tier, replies, i, child));
+            let mut candidates = self.winning_candidates(position, &moves);
+            if candidates.first().is_none_or(|&(tier, ..)| tier == UNKNOWN) {
+                // The table no longer knows a losing child (a bigger search
+                // took its slot): solving the position itself finds one at
+                // the cost of its proof, where trying the children in turn
+                // would pay a whole disproof for every move that loses.
+                if self.solver.wins(position)? {
+                    candidates = self.winning_candidates(position, &moves);
+                }
             }
-            candidates.sort_unstable_by_key(|&(tier, replies, i, _)| (tier, replies, i));
             for (_, _, index, child) in candidates {
                 if !self.solver.wins(&child)? {
                     push_number(&mut self.stream, index as u64);
@@ -482,7 +492,39 @@ impl<O: Oracle> Prover<'_, O> {
         }
         Ok(())
     }
+
+    /// The children of `position` (whose `moves` are given) that may be
+    /// shown lost, best first: a move into a position already shown lost
+    /// costs nothing more; then the moves the solve found lost (its table
+    /// knows them), then the others; within each, the move into the
+    /// position with the fewest replies, the fewest branches to show below.
+    /// Moves the table knows won cannot be shown lost and are left out.
+    fn winning_candidates(&mut self, position: &Position, moves: &[Move]) -> Vec<(u8, u32, usize, Position)> {
+        let mut candidates = Vec::with_capacity(moves.len());
+        for (i, &mv) in moves.iter().enumerate() {
+            let mut child = *position;
+            child.play_unchecked(mv);
+            let tier = if self.shown.value(self.shown.key(&child)) == Some(false) {
+                SHOWN
+            } else {
+                match self.solver.known(&child) {
+                    Some(true) => continue,
+                    Some(false) => KNOWN,
+                    None => UNKNOWN,
+                }
+            };
+            let replies = if tier == SHOWN { 0 } else { child.count_moves() };
+            candidates.push((tier, replies, i, child));
+        }
+        candidates.sort_unstable_by_key(|&(tier, replies, i, _)| (tier, replies, i));
+        candidates
+    }
 }
+
+/// How much the prover knows of a child it may show lost, best first.
+const SHOWN: u8 = 0;
+const KNOWN: u8 = 1;
+const UNKNOWN: u8 = 2;
 
 /// Checks `proof` with the naive rules and gives the values it shows.
 ///
