@@ -175,16 +175,36 @@ fn the_committed_proof_of_6x6_checks() {
     assert_eq!(proof.position, Position::start(Size::new(6, 6).unwrap()));
     let report = proof::verify(&proof).unwrap();
     assert!(!report.win, "black to move loses 6x6");
+    assert_eq!(winning_replies(&proof, &report), ["a1 b1 a2", "c3 d3 c4", "d4 d3 c4", "f6 f5 e6"]);
+}
+
+/// The committed proof that black's centre opening wins 7x7 (from
+/// `konane solve ... --dfpn --save solves/7x7-d4`): white, to remove a
+/// stone next to the hole, loses with each of the four, and the naive
+/// rules check black's one winning jump after each.
+#[test]
+fn the_committed_proof_of_7x7s_centre_opening_checks() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../solves/7x7-d4/proof");
+    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    let mut opened = Position::start(Size::new(7, 7).unwrap());
+    opened.play(opened.parse_move("d4").unwrap()).unwrap();
+    assert_eq!(proof.position, opened);
+    let report = proof::verify(&proof).unwrap();
+    assert!(!report.win, "white to move loses 7x7 after the centre opening");
+    assert_eq!(winning_replies(&proof, &report), ["d3 d6-d4", "c4 f4-d4", "e4 b4-d4", "d5 d2-d4"]);
+}
+
+/// Each move of a report, then the opponent's winning replies to it.
+fn winning_replies(proof: &Proof, report: &proof::Report) -> Vec<String> {
     let size = proof.position.size();
-    let text: Vec<String> = report
+    report
         .moves
         .iter()
         .map(|v| {
             let replies: Vec<String> = v.winning_replies.iter().map(|m| m.to_text(size)).collect();
             format!("{} {}", v.mv.to_text(size), replies.join(" "))
         })
-        .collect();
-    assert_eq!(text, ["a1 b1 a2", "c3 d3 c4", "d4 d3 c4", "f6 f5 e6"]);
+        .collect()
 }
 
 /// When the table has lost the losing child of a won position (a bigger
