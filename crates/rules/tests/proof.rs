@@ -194,6 +194,22 @@ fn the_committed_proof_of_7x7s_centre_opening_checks() {
     assert_eq!(winning_replies(&proof, &report), ["d3 d6-d4", "c4 f4-d4", "e4 b4-d4", "d5 d2-d4"]);
 }
 
+/// The committed proof that black's corner openings win 7x7 (the four
+/// corners are one symmetry class; from `konane solve ... --dfpn --save
+/// solves/7x7-a1`): with the centre's, every opening of 7x7 is proven.
+#[test]
+#[ignore = "40 s in release, minutes in the dev profile: cargo test --release -- --ignored"]
+fn the_committed_proof_of_7x7s_corner_openings_checks() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../solves/7x7-a1/proof");
+    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    let mut opened = Position::start(Size::new(7, 7).unwrap());
+    opened.play(opened.parse_move("a1").unwrap()).unwrap();
+    assert_eq!(proof.position, opened);
+    let report = proof::verify(&proof).unwrap();
+    assert!(!report.win, "white to move loses 7x7 after a corner opening");
+    assert_eq!(winning_replies(&proof, &report), ["b1 a3-a1", "a2 c1-a1"]);
+}
+
 /// Each move of a report, then the opponent's winning replies to it.
 fn winning_replies(proof: &Proof, report: &proof::Report) -> Vec<String> {
     let size = proof.position.size();
