@@ -210,6 +210,20 @@ fn the_committed_proof_of_7x7s_corner_openings_checks() {
     assert_eq!(winning_replies(&proof, &report), ["b1 a3-a1", "a2 c1-a1"]);
 }
 
+/// The committed proof of 7x7 from the start (df-pn, `solves/7x7`): black
+/// wins with every opening, and every white reply loses.
+#[test]
+#[ignore = "45 s in release, minutes in the dev profile: cargo test --release -- --ignored"]
+fn the_committed_proof_of_7x7_checks() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../solves/7x7/proof");
+    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(proof.position, Position::start(Size::new(7, 7).unwrap()));
+    let report = proof::verify(&proof).unwrap();
+    assert!(report.win, "black to move wins 7x7");
+    let replies = winning_replies(&proof, &report);
+    assert_eq!(replies, ["a1 ", "g1 ", "d4 ", "a7 ", "g7 "], "every opening wins, no white reply does");
+}
+
 /// Each move of a report, then the opponent's winning replies to it.
 fn winning_replies(proof: &Proof, report: &proof::Report) -> Vec<String> {
     let size = proof.position.size();
