@@ -332,7 +332,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         report.push_str(&replies_text(&position, &values));
     }
     finish(&args, dir.as_deref(), &position, &solution, report, |shown| {
-        solver.without_move_order(|solver| proof::prove_counting(solver, &position, proof::MAX_DEPTH, shown))
+        proof::prove_counting(&mut solver, &position, proof::MAX_DEPTH, shown)
     })
 }
 
@@ -512,6 +512,19 @@ fn finish(
 /// proof can take longer than the solve, with nothing else to show for it.
 fn while_reporting_proof<T: Send>(start: Instant, prove: impl FnOnce(&AtomicU64) -> T) -> T {
     let shown = AtomicU64::new(0);
+    every_ten_seconds_while(
+        || {
+            let seconds = start.elapsed().as_secs_f64();
+            let count = shown.load(Ordering::Relaxed) as f64;
+            eprintln!("proving: {} positions shown in {seconds:.0}s ({}/s)", human(count), human(count / seconds));
+        },
+        || prove(&shown),
+    )
+}
+
+/// Runs `work`, calling `report` from another thread every 10 s until it
+/// ends.
+fn every_ten_seconds_while<T: Send>(report: impl Fn() + Sync, work: impl FnOnce() -> T) -> T {
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| {
@@ -520,17 +533,11 @@ fn while_reporting_proof<T: Send>(start: Instant, prove: impl FnOnce(&AtomicU64)
                 std::thread::sleep(Duration::from_millis(100));
                 if last.elapsed() >= Duration::from_secs(10) {
                     last = Instant::now();
-                    let seconds = start.elapsed().as_secs_f64();
-                    let count = shown.load(Ordering::Relaxed) as f64;
-                    eprintln!(
-                        "proving: {} positions shown in {seconds:.0}s ({}/s)",
-                        human(count),
-                        human(count / seconds)
-                    );
+                    report();
                 }
             }
         });
-        let result = prove(&shown);
+        let result = work();
         done.store(true, Ordering::Relaxed);
         result
     })
@@ -553,39 +560,31 @@ fn while_reporting_progress<T: Send>(
     solve: impl FnOnce(&(dyn Fn(Move, bool) + Sync)) -> T,
 ) -> T {
     let size = position.size();
-    let done = AtomicBool::new(false);
     let roots = position.moves().len();
     let solved_roots = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut last = Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(100));
-                if last.elapsed() >= Duration::from_secs(10) {
-                    last = Instant::now();
-                    let nodes = progress.nodes();
-                    let seconds = start.elapsed().as_secs_f64();
-                    eprintln!(
-                        "solving {size}: {} nodes in {seconds:.0}s ({} nodes/s), root moves done {}/{roots}, {}",
-                        human(nodes as f64),
-                        human(nodes as f64 / seconds),
-                        solved_roots.load(Ordering::Relaxed),
-                        remaining(progress.resolved(), seconds),
-                    );
+    every_ten_seconds_while(
+        || {
+            let nodes = progress.nodes();
+            let seconds = start.elapsed().as_secs_f64();
+            eprintln!(
+                "solving {size}: {} nodes in {seconds:.0}s ({} nodes/s), root moves done {}/{roots}, {}",
+                human(nodes as f64),
+                human(nodes as f64 / seconds),
+                solved_roots.load(Ordering::Relaxed),
+                remaining(progress.resolved(), seconds),
+            );
+        },
+        || {
+            solve(&|mv, wins| {
+                let done = solved_roots.fetch_add(1, Ordering::Relaxed) + 1;
+                // A long solve tells each root move's value as soon as it is known.
+                if start.elapsed() >= Duration::from_secs(10) {
+                    let value = if wins { "wins" } else { "loses" };
+                    eprintln!("solved {} ({done}/{roots}): {value}", mv.to_text(size));
                 }
-            }
-        });
-        let solution = solve(&|mv, wins| {
-            let done = solved_roots.fetch_add(1, Ordering::Relaxed) + 1;
-            // A long solve tells each root move's value as soon as it is known.
-            if start.elapsed() >= Duration::from_secs(10) {
-                let value = if wins { "wins" } else { "loses" };
-                eprintln!("solved {} ({done}/{roots}): {value}", mv.to_text(size));
-            }
-        });
-        done.store(true, Ordering::Relaxed);
-        solution
-    })
+            })
+        },
+    )
 }
 
 /// The report's first lines: the value, the winning moves, and what the

@@ -358,7 +358,7 @@ fn sorted_moves(position: &Position) -> Vec<Move> {
 /// # Panics
 /// If `depth` is above [`MAX_DEPTH`].
 pub fn prove(solver: &mut Solver, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
-    solver.without_move_order(|solver| prove_with(solver, position, depth))
+    prove_with(solver, position, depth)
 }
 
 /// What the prover asks a solver: the values its table already holds, and
@@ -377,8 +377,11 @@ pub trait Oracle {
 }
 
 impl Oracle for Solver {
+    /// Without the solver's move order: the prover's solves are many and
+    /// small, and each would otherwise ask the move order (a network) about
+    /// its first plies again.
     fn wins(&mut self, position: &Position) -> Result<bool, Unsolved> {
-        Solver::wins(self, position)
+        self.without_move_order(|solver| Solver::wins(solver, position))
     }
 
     fn known(&mut self, position: &Position) -> Option<bool> {
@@ -409,8 +412,8 @@ pub fn prove_with(oracle: &mut impl Oracle, position: &Position, depth: u8) -> R
     prove_counting(oracle, position, depth, &AtomicU64::new(0))
 }
 
-/// As [`prove_with`], adding each position it shows to `shown` as it goes,
-/// so that another thread can report the progress of a long proof.
+/// As [`prove_with`], adding each position it shows to `progress` as it
+/// goes, so that another thread can report on a long proof.
 ///
 /// # Errors
 /// As [`prove`].
@@ -421,12 +424,11 @@ pub fn prove_counting(
     oracle: &mut impl Oracle,
     position: &Position,
     depth: u8,
-    shown: &AtomicU64,
+    progress: &AtomicU64,
 ) -> Result<(Proof, Report), ProveError> {
     assert!(depth <= MAX_DEPTH, "proof depth {depth}");
-    let counter = shown;
     let shown = Shown { keys: ClassKeys::new(position.size()), set: HashSet::new() };
-    let mut prover = Prover { solver: oracle, shown, counter, stream: Vec::new() };
+    let mut prover = Prover { solver: oracle, shown, progress, stream: Vec::new() };
     let (win, moves) = prover.expand(position, depth)?;
     let report = Report { win, moves, positions: prover.shown.set.len() as u64 };
     Ok((Proof { position: *position, depth, stream: prover.stream }, report))
@@ -435,8 +437,8 @@ pub fn prove_counting(
 struct Prover<'a, O> {
     solver: &'a mut O,
     shown: Shown,
-    /// The size of `shown`, for whoever reports progress.
-    counter: &'a AtomicU64,
+    /// The size of `shown`, readable by another thread.
+    progress: &'a AtomicU64,
     stream: Vec<u8>,
 }
 
@@ -464,7 +466,7 @@ impl<O: Oracle> Prover<'_, O> {
         if !self.shown.insert(self.shown.key(position), win) {
             return Ok(());
         }
-        self.counter.fetch_add(1, Ordering::Relaxed);
+        self.progress.fetch_add(1, Ordering::Relaxed);
         let moves = sorted_moves(position);
         if win {
             let mut candidates = self.winning_candidates(position, &moves);

@@ -469,7 +469,7 @@ impl Solver {
     /// Runs `f` with the solver ordering every move by its replies: the
     /// prover's many small solves, each of which would otherwise ask the
     /// move order (a network) about its first plies again.
-    pub fn without_move_order<R>(&mut self, f: impl FnOnce(&mut Solver) -> R) -> R {
+    pub(crate) fn without_move_order<R>(&mut self, f: impl FnOnce(&mut Solver) -> R) -> R {
         let order = self.move_order.take();
         let result = f(self);
         self.move_order = order;

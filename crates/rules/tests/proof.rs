@@ -170,10 +170,8 @@ fn a_false_claim_fails() {
 /// every opening's winning white replies.
 #[test]
 fn the_committed_proof_of_6x6_checks() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../solves/6x6/proof");
-    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    let (proof, report) = committed_proof("6x6");
     assert_eq!(proof.position, Position::start(Size::new(6, 6).unwrap()));
-    let report = proof::verify(&proof).unwrap();
     assert!(!report.win, "black to move loses 6x6");
     assert_eq!(winning_replies(&proof, &report), ["a1 b1 a2", "c3 d3 c4", "d4 d3 c4", "f6 f5 e6"]);
 }
@@ -184,12 +182,8 @@ fn the_committed_proof_of_6x6_checks() {
 /// rules check black's one winning jump after each.
 #[test]
 fn the_committed_proof_of_7x7s_centre_opening_checks() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../solves/7x7-d4/proof");
-    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
-    let mut opened = Position::start(Size::new(7, 7).unwrap());
-    opened.play(opened.parse_move("d4").unwrap()).unwrap();
-    assert_eq!(proof.position, opened);
-    let report = proof::verify(&proof).unwrap();
+    let (proof, report) = committed_proof("7x7-d4");
+    assert_eq!(proof.position, seven_by_seven_after("d4"));
     assert!(!report.win, "white to move loses 7x7 after the centre opening");
     assert_eq!(winning_replies(&proof, &report), ["d3 d6-d4", "c4 f4-d4", "e4 b4-d4", "d5 d2-d4"]);
 }
@@ -200,12 +194,8 @@ fn the_committed_proof_of_7x7s_centre_opening_checks() {
 #[test]
 #[ignore = "40 s in release, minutes in the dev profile: cargo test --release -- --ignored"]
 fn the_committed_proof_of_7x7s_corner_openings_checks() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../solves/7x7-a1/proof");
-    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
-    let mut opened = Position::start(Size::new(7, 7).unwrap());
-    opened.play(opened.parse_move("a1").unwrap()).unwrap();
-    assert_eq!(proof.position, opened);
-    let report = proof::verify(&proof).unwrap();
+    let (proof, report) = committed_proof("7x7-a1");
+    assert_eq!(proof.position, seven_by_seven_after("a1"));
     assert!(!report.win, "white to move loses 7x7 after a corner opening");
     assert_eq!(winning_replies(&proof, &report), ["b1 a3-a1", "a2 c1-a1"]);
 }
@@ -215,13 +205,26 @@ fn the_committed_proof_of_7x7s_corner_openings_checks() {
 #[test]
 #[ignore = "45 s in release, minutes in the dev profile: cargo test --release -- --ignored"]
 fn the_committed_proof_of_7x7_checks() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../solves/7x7/proof");
-    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    let (proof, report) = committed_proof("7x7");
     assert_eq!(proof.position, Position::start(Size::new(7, 7).unwrap()));
-    let report = proof::verify(&proof).unwrap();
     assert!(report.win, "black to move wins 7x7");
     let replies = winning_replies(&proof, &report);
     assert_eq!(replies, ["a1 ", "g1 ", "d4 ", "a7 ", "g7 "], "every opening wins, no white reply does");
+}
+
+/// The proof in `solves/DIR/proof`, and what the naive rules check it shows.
+fn committed_proof(dir: &str) -> (Proof, proof::Report) {
+    let path = format!("{}/../../solves/{dir}/proof", env!("CARGO_MANIFEST_DIR"));
+    let proof = Proof::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    let report = proof::verify(&proof).unwrap();
+    (proof, report)
+}
+
+/// The start of 7x7 after black's opening `removal`, white to move.
+fn seven_by_seven_after(removal: &str) -> Position {
+    let mut position = Position::start(Size::new(7, 7).unwrap());
+    position.play(position.parse_move(removal).unwrap()).unwrap();
+    position
 }
 
 /// Each move of a report, then the opponent's winning replies to it.
