@@ -229,20 +229,36 @@ fn proof_number_search_answers_as_alpha_beta_does() {
 }
 
 /// A saved df-pn solve checkpoints its table, and `--resume` goes on from
-/// the last checkpoint (the directory says the solve was df-pn's): the
-/// same value and winning moves in fewer nodes. A damaged checkpoint is an
-/// error naming it.
+/// the last checkpoint (the directory says the solve was df-pn's): a solve
+/// stopped by `--max-nodes` resumes to the same value and winning moves as
+/// one in a go, in fewer nodes than that. A damaged checkpoint is an error
+/// naming it.
 #[test]
 fn a_proof_number_solve_resumes_from_its_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("6x5");
     let save_arg = save.to_str().unwrap();
-    // A checkpoint at every offer (every 65,536 nodes): the last one is
-    // from before the end, as if the solve had been killed there.
-    let fresh = konane(&["solve", "6x5", "--dfpn", "--no-proof", "--save", save_arg, "--checkpoint-secs", "0"]);
-    let (stdout, stderr) = text(&fresh);
-    assert!(fresh.status.success(), "{stderr}");
+    let whole = konane(&["solve", "6x5", "--dfpn", "--no-proof"]);
+    let (stdout, stderr) = text(&whole);
+    assert!(whole.status.success(), "{stderr}");
     assert!(stdout.contains("df-pn"), "{stdout}");
+    assert!(nodes(&stdout) > 100_000, "{stdout}");
+    // Stopped by its budget, as if killed there (with a checkpoint at
+    // every offer, every 65,536 nodes, on the way).
+    let stopped = konane(&[
+        "solve",
+        "6x5",
+        "--dfpn",
+        "--no-proof",
+        "--save",
+        save_arg,
+        "--max-nodes",
+        "100000",
+        "--checkpoint-secs",
+        "0",
+    ]);
+    fails_with(&stopped, &["--max-nodes 100000", "konane solve --resume"]);
+    assert!(!save.join("result.txt").exists());
     let checkpoint = std::fs::read(save.join("table.bin")).unwrap();
     assert!(checkpoint.starts_with(b"konane-dfpn-tab\x01"));
     let entries = u64::from_le_bytes(checkpoint[16..24].try_into().unwrap());
@@ -270,4 +286,41 @@ fn a_proof_number_solve_resumes_from_its_checkpoint() {
     fails_with(&konane(&["solve", "--resume", save_arg, "--no-proof"]), &["table.bin", "damaged checkpoint"]);
     std::fs::write(save.join("table.bin"), &checkpoint[..100]).unwrap();
     fails_with(&konane(&["solve", "--resume", save_arg, "--no-proof"]), &["table.bin", "damaged checkpoint"]);
+}
+
+/// `--warm-from DIR` starts a df-pn solve from another saved solve's table:
+/// 6x5 from the table of its first opening's solve searches fewer nodes
+/// than from nothing, for the same value and winning moves. A directory of
+/// another board size, or one with nothing to start from, is refused.
+#[test]
+fn a_proof_number_solve_starts_from_another_solves_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let size: Size = "6x5".parse().unwrap();
+    let mut opening = Position::start(size);
+    opening.play_unchecked(opening.moves()[0]);
+    let part = dir.path().join("opening");
+    let part_arg = part.to_str().unwrap();
+    let saved =
+        konane(&["solve", &opening.to_string(), "--dfpn", "--no-proof", "--save", part_arg, "--checkpoint-secs", "0"]);
+    assert!(saved.status.success(), "{}", text(&saved).1);
+    assert!(part.join("table.bin").exists());
+
+    let fresh = konane(&["solve", "6x5", "--dfpn", "--no-proof"]);
+    let warm = konane(&["solve", "6x5", "--dfpn", "--no-proof", "--warm-from", part_arg]);
+    let ((fresh, _), (warm, stderr)) = (text(&fresh), text(&warm));
+    assert!(stderr.contains("restored ") && stderr.contains("table.bin"), "{stderr}");
+    for key in ["value:", "winning:"] {
+        assert_eq!(field(&warm, key), field(&fresh, key));
+    }
+    assert!(nodes(&warm) < nodes(&fresh), "warm {} nodes, fresh {}", nodes(&warm), nodes(&fresh));
+
+    fails_with(&konane(&["solve", "5x6", "--dfpn", "--warm-from", part_arg]), &["--warm-from", "6x5", "5x6"]);
+    let empty = dir.path().join("empty");
+    let empty_arg = empty.to_str().unwrap();
+    let started = konane(&["solve", "4x4", "--dfpn", "--no-proof", "--save", empty_arg]);
+    assert!(started.status.success(), "{}", text(&started).1);
+    std::fs::remove_file(empty.join("table.bin")).unwrap();
+    fails_with(&konane(&["solve", "4x4", "--dfpn", "--warm-from", empty_arg]), &["--warm-from", "table.bin"]);
+    fails_with(&konane(&["solve", "6x5", "--warm-from", part_arg]), &["--warm-from", "--dfpn"]);
+    fails_with(&konane(&["solve", "4x4", "--max-nodes", "10"]), &["--max-nodes", "--dfpn"]);
 }

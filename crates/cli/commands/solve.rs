@@ -17,6 +17,8 @@
 //! the value, the replies and the proof. Its saved solves keep no journal
 //! but a checkpoint of the table's expensive entries, unsettled ones
 //! included, rewritten atomically to `DIR/table.bin` every ten minutes.
+//! `--warm-from DIR` starts a new df-pn solve from another saved solve's
+//! table: the keys are positions, whichever root they were searched from.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -30,7 +32,7 @@ use konane_mcts::{Batch, Evaluator};
 use konane_nn::player::load_model;
 use konane_nn::{Backend, Net, NetEvaluator, shipped};
 use konane_rules::dfpn::{DfpnSolver, TableEntry};
-use konane_rules::solver::{JournalEntry, MoveOrder, Progress};
+use konane_rules::solver::{JournalEntry, MoveOrder, Progress, Unsolved};
 use konane_rules::{Move, Position, Size, Solution, Solver, proof};
 use serde::{Deserialize, Serialize};
 
@@ -105,6 +107,17 @@ pub struct Args {
     /// 9-25% fewer nodes).
     #[arg(long, conflicts_with_all = ["threads", "no_symmetry", "verify"])]
     dfpn: bool,
+    /// With --dfpn: start the table from another saved solve of the same
+    /// board size (its table checkpoint and journal), e.g. the start of
+    /// 7x7 from the solve of its corner opening, whose settled positions
+    /// are most of the start's work.
+    #[arg(long, value_name = "DIR", requires = "dfpn", conflicts_with = "resume")]
+    warm_from: Option<PathBuf>,
+    /// With df-pn: stop the search for the value after N nodes (1 or more).
+    /// A saved solve keeps its table for --resume, so a long solve can run
+    /// in pieces.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_nodes: Option<u64>,
     /// Seconds between a saved df-pn solve's checkpoints (0 to 86400).
     #[arg(long, default_value_t = 600, hide = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     checkpoint_secs: u64,
@@ -223,6 +236,15 @@ fn checkpoint_bytes(entries: impl Iterator<Item = TableEntry>) -> Vec<u8> {
     out
 }
 
+/// Writes the expensive entries of a df-pn table to `path`, atomically.
+fn write_checkpoint(path: &Path, entries: &mut dyn Iterator<Item = TableEntry>) -> anyhow::Result<()> {
+    let bytes = checkpoint_bytes(entries.filter(|e| e.work >= CHECKPOINT_MIN_WORK));
+    konane_files::write_atomically(path, &bytes)
+        .with_context(|| format!("writing the checkpoint {}", path.display()))?;
+    tracing::info!(bytes = bytes.len(), "checkpoint written to {}", path.display());
+    Ok(())
+}
+
 /// The entries of the df-pn checkpoint at `path`, if it is whole.
 fn read_checkpoint(path: &Path) -> anyhow::Result<Vec<TableEntry>> {
     let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
@@ -270,6 +292,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.dfpn || saved.as_ref().is_some_and(|(_, saved)| saved.dfpn) {
         return solve_by_proof_numbers(&args, saved);
     }
+    anyhow::ensure!(args.max_nodes.is_none(), "--max-nodes: only a proof-number solve (--dfpn) stops on a budget");
     let (position, bits, symmetry, dir) = if let Some((position, saved)) = saved {
         (position, saved.table_bits, saved.symmetry, args.resume.clone())
     } else {
@@ -400,23 +423,23 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
     // Its sets hold two entries in 64 bytes: half as many sets as the
     // alpha-beta table's buckets is the same memory.
     let mut solver = DfpnSolver::try_new(bits - 1).context("the transposition table")?;
-    if let Some(dir) = &args.resume {
-        let journal = dir.join(JOURNAL_FILE);
-        if journal.exists() {
-            let (entries, _) = read_journal(&journal)?;
-            for entry in &entries {
-                solver.pin(*entry);
-            }
-            eprintln!("starting {} from {} results of {}", position.size(), entries.len(), journal.display());
-        }
-        let table = dir.join(TABLE_FILE);
-        if table.exists() {
-            let entries = read_checkpoint(&table)?;
-            for &entry in &entries {
-                solver.restore(entry);
-            }
-            eprintln!("restored {} positions from {}", entries.len(), table.display());
-        }
+    if let Some(dir) = &args.warm_from {
+        let (theirs, _) = read_saved(dir).context("--warm-from")?;
+        anyhow::ensure!(
+            theirs.size() == position.size(),
+            "--warm-from: {} solved a {} board, this is {}",
+            dir.display(),
+            theirs.size(),
+            position.size()
+        );
+        anyhow::ensure!(
+            dir.join(TABLE_FILE).exists() || dir.join(JOURNAL_FILE).exists(),
+            "--warm-from: {} holds no {TABLE_FILE} or {JOURNAL_FILE} to start from",
+            dir.display()
+        );
+    }
+    if let Some(dir) = args.resume.as_ref().or(args.warm_from.as_ref()) {
+        restore_saved_table(&mut solver, &position, dir)?;
     }
     if let Some(dir) = &dir {
         let path = dir.join(TABLE_FILE);
@@ -426,15 +449,13 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
             if last.elapsed() < every {
                 return true;
             }
-            let bytes = checkpoint_bytes(entries.filter(|e| e.work >= CHECKPOINT_MIN_WORK));
-            match konane_files::write_atomically(&path, &bytes) {
+            match write_checkpoint(&path, entries) {
                 Ok(()) => {
                     last = Instant::now();
-                    tracing::info!(bytes = bytes.len(), "checkpoint written to {}", path.display());
                     true
                 }
                 Err(e) => {
-                    tracing::error!("writing the checkpoint {}: {e}", path.display());
+                    tracing::error!("{e:#}");
                     false
                 }
             }
@@ -448,11 +469,27 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
     } else {
         None
     };
-    let stopped = |_| anyhow::anyhow!("the solve stopped: its checkpoint could not be written");
-    let solution = while_reporting_progress(&position, start, &solver.progress(), |on_move| {
-        solver.solve_each(&position, u64::MAX, on_move)
-    })
-    .map_err(stopped)?;
+    let max_nodes = args.max_nodes.unwrap_or(u64::MAX);
+    let searched = while_reporting_progress(&position, start, &solver.progress(), |on_move| {
+        solver.solve_each(&position, max_nodes, on_move)
+    });
+    let stopped = |_: Unsolved| anyhow::anyhow!("the solve stopped: its checkpoint could not be written");
+    let searched = match searched {
+        Err(unsolved @ Unsolved(nodes)) if nodes <= max_nodes => return Err(stopped(unsolved)),
+        searched => searched,
+    };
+    // The table as the search left it, settled or not: for --resume, and
+    // for --warm-from a solve of a bigger question.
+    if let Some(dir) = &dir {
+        write_checkpoint(&dir.join(TABLE_FILE), &mut solver.entries())?;
+    }
+    let solution = searched.map_err(|_| {
+        let resume = match &dir {
+            Some(dir) => format!("`konane solve --resume {}` goes on from its table", dir.display()),
+            None => "with --save DIR its table would have been kept".into(),
+        };
+        anyhow::anyhow!("no result within --max-nodes {max_nodes}: {resume}")
+    })?;
     let mut report = solution_text(&position, &solution, start, solver.table_bytes(), ", df-pn");
     if let Some((calls, plies)) = &policy {
         report.push_str(&format!(
@@ -468,6 +505,28 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
     finish(args, dir.as_deref(), &position, &solution, report, |shown| {
         proof::prove_counting(&mut solver, &position, proof::MAX_DEPTH, shown)
     })
+}
+
+/// Puts a saved solve's table checkpoint and the results of its journal
+/// (an alpha-beta solve's, keyed the same way) into `solver`'s table.
+fn restore_saved_table(solver: &mut DfpnSolver, position: &Position, dir: &Path) -> anyhow::Result<()> {
+    let journal = dir.join(JOURNAL_FILE);
+    if journal.exists() {
+        let (entries, _) = read_journal(&journal)?;
+        for entry in &entries {
+            solver.pin(*entry);
+        }
+        eprintln!("starting {} from {} results of {}", position.size(), entries.len(), journal.display());
+    }
+    let table = dir.join(TABLE_FILE);
+    if table.exists() {
+        let entries = read_checkpoint(&table)?;
+        for &entry in &entries {
+            solver.restore(entry);
+        }
+        eprintln!("restored {} positions from {}", entries.len(), table.display());
+    }
+    Ok(())
 }
 
 /// Saves and prints the report, then writes the proof (to `--proof FILE`,

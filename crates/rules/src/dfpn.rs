@@ -239,18 +239,23 @@ impl DfpnSolver {
         }
     }
 
-    /// Offers the table to the checkpoint sink, which reads it if a
-    /// checkpoint is due.
-    fn offer_checkpoint(&mut self) {
-        let Some((every_nodes, mut sink)) = self.checkpoints.take() else { return };
-        let mut entries = self.table.iter().flat_map(|set| set.0.iter()).filter(|e| e.hash != 0).map(|e| TableEntry {
+    /// The table's entries, as [`DfpnSolver::set_checkpoints`] offers them:
+    /// for a last checkpoint when a solve ends or runs out of nodes.
+    pub fn entries(&self) -> impl Iterator<Item = TableEntry> + '_ {
+        self.table.iter().flat_map(|set| set.0.iter()).filter(|e| e.hash != 0).map(|e| TableEntry {
             hash: e.hash,
             check: e.check,
             work: e.work,
             phi: e.phi,
             delta: e.delta,
-        });
-        if !sink(&mut entries) {
+        })
+    }
+
+    /// Offers the table to the checkpoint sink, which reads it if a
+    /// checkpoint is due.
+    fn offer_checkpoint(&mut self) {
+        let Some((every_nodes, mut sink)) = self.checkpoints.take() else { return };
+        if !sink(&mut self.entries()) {
             self.checkpoint_failed = true;
             self.node_limit = 0;
         }
