@@ -300,8 +300,8 @@ fn a_proof_number_solve_starts_from_another_solves_table() {
     opening.play_unchecked(opening.moves()[0]);
     let part = dir.path().join("opening");
     let part_arg = part.to_str().unwrap();
-    let saved =
-        konane(&["solve", &opening.to_string(), "--dfpn", "--no-proof", "--save", part_arg, "--checkpoint-secs", "0"]);
+    // No checkpoint is due in so short a solve: the table is written as it ends.
+    let saved = konane(&["solve", &opening.to_string(), "--dfpn", "--no-proof", "--save", part_arg]);
     assert!(saved.status.success(), "{}", text(&saved).1);
     assert!(part.join("table.bin").exists());
 

@@ -474,10 +474,11 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
         solver.solve_each(&position, max_nodes, on_move)
     });
     let stopped = |_: Unsolved| anyhow::anyhow!("the solve stopped: its checkpoint could not be written");
-    let searched = match searched {
-        Err(unsolved @ Unsolved(nodes)) if nodes <= max_nodes => return Err(stopped(unsolved)),
-        searched => searched,
-    };
+    if let Err(unsolved) = searched
+        && solver.checkpoint_failed()
+    {
+        return Err(stopped(unsolved));
+    }
     // The table as the search left it, settled or not: for --resume, and
     // for --warm-from a solve of a bigger question.
     if let Some(dir) = &dir {

@@ -231,6 +231,12 @@ impl DfpnSolver {
         self.checkpoint_failed = false;
     }
 
+    /// Whether a checkpoint's sink has stopped the search (its storage
+    /// failed): an [`Unsolved`] then does not mean the node budget ran out.
+    pub fn checkpoint_failed(&self) -> bool {
+        self.checkpoint_failed
+    }
+
     /// Puts an entry of an earlier solve's table (of this size, from
     /// [`DfpnSolver::set_checkpoints`]) back, over what its slot held.
     pub fn restore(&mut self, entry: TableEntry) {
@@ -325,7 +331,7 @@ impl DfpnSolver {
     }
 
     /// Whether the side to move wins `position`, within the node budget of
-    /// the last solve (what the prover asks, [`crate::proof::prove_with`]).
+    /// the last solve (what the prover asks, [`crate::proof::prove`]).
     ///
     /// # Errors
     /// The node budget ran out.

@@ -345,22 +345,6 @@ fn sorted_moves(position: &Position) -> Vec<Move> {
     moves
 }
 
-/// Proves the value of `position`, every move's value and (at `depth` 2)
-/// every reply's, with `solver` answering which positions are won.
-///
-/// A solver that has just solved the position answers from its table; a
-/// fresh one solves as it goes.
-///
-/// # Errors
-/// The solver's node budget (as set by its last solve) ran out, or its
-/// answers contradict each other (a hash collision in its table).
-///
-/// # Panics
-/// If `depth` is above [`MAX_DEPTH`].
-pub fn prove(solver: &mut Solver, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
-    prove_with(solver, position, depth)
-}
-
 /// What the prover asks a solver: the values its table already holds, and
 /// the values of the positions it must solve. The alpha-beta [`Solver`]
 /// and the proof-number [`DfpnSolver`] both answer; whatever they answer,
@@ -399,20 +383,25 @@ impl Oracle for DfpnSolver {
     }
 }
 
-/// As [`prove`], with any [`Oracle`]: a df-pn solver's table holds the
-/// small proof its search found, so its proofs are far smaller than the
+/// Proves the value of `position`, every move's value and (at `depth` 2)
+/// every reply's, with `oracle` answering which positions are won.
+///
+/// A solver that has just solved the position answers from its table; a
+/// fresh one solves as it goes. A df-pn solver's table holds the small
+/// proof its search found, so its proofs are far smaller than the
 /// alpha-beta solver's (whose table holds every position it searched).
 ///
 /// # Errors
-/// As [`prove`].
+/// The solver's node budget (as set by its last solve) ran out, or its
+/// answers contradict each other (a hash collision in its table).
 ///
 /// # Panics
 /// If `depth` is above [`MAX_DEPTH`].
-pub fn prove_with(oracle: &mut impl Oracle, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
+pub fn prove(oracle: &mut impl Oracle, position: &Position, depth: u8) -> Result<(Proof, Report), ProveError> {
     prove_counting(oracle, position, depth, &AtomicU64::new(0))
 }
 
-/// As [`prove_with`], adding each position it shows to `progress` as it
+/// As [`prove`], adding each position it shows to `progress` as it
 /// goes, so that another thread can report on a long proof.
 ///
 /// # Errors
@@ -470,7 +459,7 @@ impl<O: Oracle> Prover<'_, O> {
         let moves = sorted_moves(position);
         if win {
             let mut candidates = self.winning_candidates(position, &moves);
-            if candidates.first().is_none_or(|&(tier, ..)| tier == UNKNOWN) {
+            if candidates.first().is_none_or(|&(tier, ..)| tier == Tier::Unknown) {
                 // The table no longer knows a losing child (a bigger search
                 // took its slot): solving the position itself finds one at
                 // the cost of its proof, where trying the children in turn
@@ -501,21 +490,21 @@ impl<O: Oracle> Prover<'_, O> {
     /// knows them), then the others; within each, the move into the
     /// position with the fewest replies, the fewest branches to show below.
     /// Moves the table knows won cannot be shown lost and are left out.
-    fn winning_candidates(&mut self, position: &Position, moves: &[Move]) -> Vec<(u8, u32, usize, Position)> {
+    fn winning_candidates(&mut self, position: &Position, moves: &[Move]) -> Vec<(Tier, u32, usize, Position)> {
         let mut candidates = Vec::with_capacity(moves.len());
         for (i, &mv) in moves.iter().enumerate() {
             let mut child = *position;
             child.play_unchecked(mv);
             let tier = if self.shown.value(self.shown.key(&child)) == Some(false) {
-                SHOWN
+                Tier::Shown
             } else {
                 match self.solver.known(&child) {
                     Some(true) => continue,
-                    Some(false) => KNOWN,
-                    None => UNKNOWN,
+                    Some(false) => Tier::Known,
+                    None => Tier::Unknown,
                 }
             };
-            let replies = if tier == SHOWN { 0 } else { child.count_moves() };
+            let replies = if tier == Tier::Shown { 0 } else { child.count_moves() };
             candidates.push((tier, replies, i, child));
         }
         candidates.sort_unstable_by_key(|&(tier, replies, i, _)| (tier, replies, i));
@@ -523,10 +512,14 @@ impl<O: Oracle> Prover<'_, O> {
     }
 }
 
-/// How much the prover knows of a child it may show lost, best first.
-const SHOWN: u8 = 0;
-const KNOWN: u8 = 1;
-const UNKNOWN: u8 = 2;
+/// How much the prover knows of a child it may show lost, best first:
+/// already shown lost, lost in the solver's table, not known.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Tier {
+    Shown,
+    Known,
+    Unknown,
+}
 
 /// Checks `proof` with the naive rules and gives the values it shows.
 ///

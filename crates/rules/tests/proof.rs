@@ -68,7 +68,7 @@ fn proofs_from_proof_number_search_check_and_are_smaller() {
         let start = Position::start(size.parse().unwrap());
         let mut dfpn = DfpnSolver::new(17);
         let solved = dfpn.solve(&start);
-        let (proof, proven) = proof::prove_with(&mut dfpn, &start, MAX_DEPTH).unwrap();
+        let (proof, proven) = proof::prove(&mut dfpn, &start, MAX_DEPTH).unwrap();
         assert_eq!(proven.win, solved.win, "{size}");
         let checked = proof::verify(&Proof::from_bytes(&proof.to_bytes()).unwrap()).unwrap();
         assert_eq!(summary(&checked), summary(&proven), "{size}: the checker");
@@ -254,13 +254,13 @@ fn proofs_from_an_overfull_proof_number_table_stay_small() {
         let roomy = {
             let mut dfpn = DfpnSolver::new(17);
             dfpn.solve(&start);
-            proof::prove_with(&mut dfpn, &start, MAX_DEPTH).unwrap().1.positions
+            proof::prove(&mut dfpn, &start, MAX_DEPTH).unwrap().1.positions
         };
         // 2^10 sets of two entries, against hundreds of thousands of nodes.
         let mut dfpn = DfpnSolver::new(10);
         let solved = dfpn.solve(&start);
         let solve_nodes = dfpn.nodes();
-        let (proof, proven) = proof::prove_with(&mut dfpn, &start, MAX_DEPTH).unwrap();
+        let (proof, proven) = proof::prove(&mut dfpn, &start, MAX_DEPTH).unwrap();
         let prove_nodes = dfpn.nodes() - solve_nodes;
         let checked = proof::verify(&Proof::from_bytes(&proof.to_bytes()).unwrap()).unwrap();
         assert_eq!((checked.win, proven.win), (solved.win, solved.win), "{size}");
