@@ -100,12 +100,12 @@ pub struct Args {
     /// Search by depth-first proof numbers (df-pn) instead of alpha-beta:
     /// on 7x6 it searched 10 times fewer nodes than alpha-beta by fewest
     /// replies, on 4x10 16,000 times fewer, and its proofs are 6-13 times
-    /// smaller; where black wins it is slower. One thread; with --save DIR
-    /// a checkpoint every ten minutes that --resume DIR goes on from
-    /// (--resume --dfpn of an alpha-beta solve starts from its journal);
-    /// no network unless --policy or --policy-plies names one (4 plies:
-    /// 9-25% fewer nodes).
-    #[arg(long, conflicts_with_all = ["threads", "no_symmetry", "verify"])]
+    /// smaller; where black wins it is slower. Its threads share the table
+    /// as alpha-beta's do; with --save DIR a checkpoint every ten minutes
+    /// that --resume DIR goes on from (--resume --dfpn of an alpha-beta
+    /// solve starts from its journal); no network unless --policy or
+    /// --policy-plies names one (4 plies: 9-25% fewer nodes).
+    #[arg(long, conflicts_with_all = ["no_symmetry", "verify"])]
     dfpn: bool,
     /// With --dfpn: start the table from another saved solve of the same
     /// board size (its table checkpoint and journal), e.g. the start of
@@ -470,8 +470,9 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
         None
     };
     let max_nodes = args.max_nodes.unwrap_or(u64::MAX);
+    let threads = args.threads.unwrap_or_else(super::cores);
     let searched = while_reporting_progress(&position, start, &solver.progress(), |on_move| {
-        solver.solve_each(&position, max_nodes, on_move)
+        solver.solve_each_parallel(&position, threads, max_nodes, on_move)
     });
     let stopped = |_: Unsolved| anyhow::anyhow!("the solve stopped: its checkpoint could not be written");
     if let Err(unsolved) = searched
@@ -499,8 +500,9 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
         ));
     }
     if args.replies {
-        let values =
-            move_values(&position, start, |child| solver.solve_each(child, u64::MAX, |_, _| {}).map_err(stopped))?;
+        let values = move_values(&position, start, |child| {
+            solver.solve_each_parallel(child, threads, u64::MAX, |_, _| {}).map_err(stopped)
+        })?;
         report.push_str(&replies_text(&position, &values));
     }
     finish(args, dir.as_deref(), &position, &solution, report, |shown| {

@@ -31,7 +31,7 @@ const PROGRESS_PLIES: usize = 24;
 /// The plies below a root move whose nodes the threads of a parallel
 /// solve tell each other they are searching (see [`Busy`]). Deeper
 /// subtrees are too small to be worth a shared counter's traffic.
-const SHARED_PLIES: usize = 20;
+pub(crate) const SHARED_PLIES: usize = 20;
 
 /// The nodes the threads of a parallel solve are searching, counted per
 /// table hash (at most [`SHARED_PLIES`] per thread at a time in 2^16
@@ -41,23 +41,23 @@ const SHARED_PLIES: usize = 20;
 /// one root move then follow the same line down to where the first is
 /// searching a later child, and there split the siblings between them,
 /// the table passing each one's results to the other.
-struct Busy(Box<[AtomicU32]>);
+pub(crate) struct Busy(Box<[AtomicU32]>);
 
 impl Busy {
     const BITS: u32 = 16;
 
-    fn new() -> Busy {
+    pub(crate) fn new() -> Busy {
         Busy((0..1 << Self::BITS).map(|_| AtomicU32::new(0)).collect())
     }
 
     /// The counter of a table hash, by its middle bits: the table uses the
     /// low ones, and the high ones lean to 0 (the hash is the least of the
     /// board's image hashes).
-    fn counter(&self, hash: u64) -> &AtomicU32 {
+    pub(crate) fn counter(&self, hash: u64) -> &AtomicU32 {
         &self.0[(hash >> 24) as usize & ((1 << Self::BITS) - 1)]
     }
 
-    fn is_busy(&self, hash: u64) -> bool {
+    pub(crate) fn is_busy(&self, hash: u64) -> bool {
         self.counter(hash).load(Ordering::Relaxed) != 0
     }
 }
@@ -67,10 +67,146 @@ impl Busy {
 /// has solved needs nothing of its own: the thread finds it in the table
 /// and unwinds, as from any node of its line; see `Solver::settled`.)
 #[derive(Clone)]
-struct Team {
-    busy: Arc<Busy>,
-    /// Set when a thread's journal failed: the solve stops.
-    failed: Arc<AtomicBool>,
+pub(crate) struct Team {
+    pub(crate) busy: Arc<Busy>,
+    /// Set when a thread's search failed (its journal or checkpoint could
+    /// not be written, or the node budget ran out): the solve stops.
+    pub(crate) failed: Arc<AtomicBool>,
+}
+
+/// The root moves of a parallel solve as work for its threads: the moves
+/// that a symmetry of the position maps onto each other form a class,
+/// solved once; each thread takes a class of its own while there are any,
+/// then joins the unsolved class that the fewest threads are searching.
+pub(crate) struct RootWork {
+    /// The classes, each the images of its first move.
+    classes: Vec<Vec<Move>>,
+    /// The class of each root move, by the move's index.
+    class_of: Vec<usize>,
+    /// The root moves there are (a class's share of the progress).
+    moves: usize,
+    /// The next class no thread has taken yet.
+    next: AtomicUsize,
+    /// Per class: 0 not yet solved, 1 the child wins, 2 it is lost.
+    solved: Vec<AtomicU8>,
+    /// The threads searching each class.
+    searching: Vec<AtomicUsize>,
+}
+
+impl RootWork {
+    /// The classes of `moves` (the moves of `position`), under the
+    /// symmetries that keep `position` if `use_symmetry`.
+    pub(crate) fn new(position: &Position, moves: &[Move], use_symmetry: bool) -> RootWork {
+        let size = position.size();
+        let keeping: Vec<Symmetry> = if use_symmetry {
+            Symmetry::of(size).iter().copied().filter(|s| s.apply(position) == *position).collect()
+        } else {
+            vec![Symmetry::Identity]
+        };
+        let mut classes: Vec<Vec<Move>> = Vec::new();
+        let mut class_of: Vec<usize> = Vec::with_capacity(moves.len());
+        for &mv in moves {
+            let index = classes.iter().position(|class| class.contains(&mv)).unwrap_or_else(|| {
+                let mut class: Vec<Move> = keeping.iter().map(|s| s.apply_move(size, mv)).collect();
+                class.sort_unstable();
+                class.dedup();
+                classes.push(class);
+                classes.len() - 1
+            });
+            class_of.push(index);
+        }
+        let count = classes.len();
+        RootWork {
+            classes,
+            class_of,
+            moves: moves.len(),
+            next: AtomicUsize::new(0),
+            solved: (0..count).map(|_| AtomicU8::new(0)).collect(),
+            searching: (0..count).map(|_| AtomicUsize::new(0)).collect(),
+        }
+    }
+
+    /// A class for a thread to search, and whether it is the thread's own
+    /// (no other took it); `None` when every class is solved. The thread
+    /// calls [`RootWork::leave`] when it stops searching it.
+    pub(crate) fn take(&self) -> Option<(usize, bool)> {
+        let (index, own) = match self.next.fetch_add(1, Ordering::Relaxed) {
+            index if index < self.classes.len() => (index, true),
+            _ => {
+                let open = (0..self.classes.len())
+                    .filter(|&i| self.solved[i].load(Ordering::Relaxed) == 0)
+                    .min_by_key(|&i| self.searching[i].load(Ordering::Relaxed))?;
+                (open, false)
+            }
+        };
+        self.searching[index].fetch_add(1, Ordering::Relaxed);
+        Some((index, own))
+    }
+
+    /// The thread that took class `index` stops searching it.
+    pub(crate) fn leave(&self, index: usize) {
+        self.searching[index].fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The position after class `index`'s first move.
+    pub(crate) fn child(&self, position: &Position, index: usize) -> Position {
+        let mut child = *position;
+        child.play_unchecked(self.classes[index][0]);
+        child
+    }
+
+    /// Class `index`'s share of the solve, in units of [`Progress::ONE`].
+    pub(crate) fn share(&self, index: usize) -> u64 {
+        Progress::ONE * self.classes[index].len() as u64 / self.moves as u64
+    }
+
+    /// Files class `index`'s value (`wins`: the side to move after it
+    /// wins); the first thread to finish a class tells `on_move` each of
+    /// its moves' values and returns true.
+    pub(crate) fn finish(&self, index: usize, wins: bool, on_move: &impl Fn(Move, bool)) -> bool {
+        let first =
+            self.solved[index].compare_exchange(0, 1 + u8::from(!wins), Ordering::Relaxed, Ordering::Relaxed).is_ok();
+        if first {
+            for &mv in &self.classes[index] {
+                on_move(mv, !wins);
+            }
+        }
+        first
+    }
+
+    /// The winning moves among `moves` (the moves given to
+    /// [`RootWork::new`]), once every class is solved.
+    pub(crate) fn winning_moves(&self, moves: &[Move]) -> Vec<Move> {
+        moves
+            .iter()
+            .zip(&self.class_of)
+            .filter(|&(_, &class)| self.solved[class].load(Ordering::Relaxed) == 2)
+            .map(|(&mv, _)| mv)
+            .collect()
+    }
+}
+
+/// Runs `work` on `main` and on each of `helpers` in threads of their own,
+/// and adds up the nodes they return: the nodes, and how many of the
+/// threads searched any. The first error is returned once all have ended.
+pub(crate) fn run_team<S: Send>(
+    main: &mut S,
+    helpers: &mut [S],
+    work: impl Fn(&mut S) -> Result<u64, Unsolved> + Sync,
+) -> Result<(u64, usize), Unsolved> {
+    let counts: Vec<Result<u64, Unsolved>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = helpers.iter_mut().map(|helper| scope.spawn(|| work(helper))).collect();
+        let mut counts = vec![work(main)];
+        counts.extend(handles.into_iter().map(|h| h.join().expect("a solver thread panicked")));
+        counts
+    });
+    let (mut nodes, mut searching_threads) = (0, 0);
+    for count in counts {
+        let count = count?;
+        nodes += count;
+        searching_threads += usize::from(count > 0);
+    }
+    Ok((nodes, searching_threads))
 }
 
 /// The exact value of a position.
@@ -421,12 +557,9 @@ impl Solver {
         if table_bits > Self::MAX_TABLE_BITS {
             return Err(TableError::TooLarge(table_bits));
         }
-        let buckets = 1usize << table_bits;
-        let bytes = buckets * std::mem::size_of::<Bucket>();
-        let mut table: Vec<Bucket> = Vec::new();
-        table.try_reserve_exact(buckets).map_err(|_| TableError::OutOfMemory(bytes as u64 >> 20))?;
-        advise_huge_pages(table.as_ptr().cast(), bytes);
-        table.resize_with(buckets, Bucket::default);
+        // SAFETY: a bucket is atomic integers, and all-zero bits are its
+        // empty value.
+        let table: Vec<Bucket> = unsafe { zeroed_table(1 << table_bits)? };
         Ok(Solver {
             table: Arc::new(table),
             scratch: Vec::new(),
@@ -631,32 +764,9 @@ impl Solver {
         if threads <= 1 {
             return self.solve_each(position, u64::MAX, on_move);
         }
-        let size = position.size();
-        let keeping: Vec<Symmetry> = if self.use_symmetry {
-            Symmetry::of(size).iter().copied().filter(|s| s.apply(position) == *position).collect()
-        } else {
-            vec![Symmetry::Identity]
-        };
         let moves = position.moves();
-        let mut classes: Vec<Vec<Move>> = Vec::new();
-        // The class of each root move, by index.
-        let mut class_of: Vec<usize> = Vec::with_capacity(moves.len());
-        for &mv in &moves {
-            let index = classes.iter().position(|class| class.contains(&mv)).unwrap_or_else(|| {
-                let mut class: Vec<Move> = keeping.iter().map(|s| s.apply_move(size, mv)).collect();
-                class.sort_unstable();
-                class.dedup();
-                classes.push(class);
-                classes.len() - 1
-            });
-            class_of.push(index);
-        }
+        let work_list = RootWork::new(position, &moves, self.use_symmetry);
         self.progress.start(moves.len());
-        let next = AtomicUsize::new(0);
-        // Per class: 0 not yet solved, 1 the child wins, 2 it is lost.
-        let solved: Vec<AtomicU8> = (0..classes.len()).map(|_| AtomicU8::new(0)).collect();
-        // The threads searching each class.
-        let searching: Vec<AtomicUsize> = (0..classes.len()).map(|_| AtomicUsize::new(0)).collect();
         let failed = Arc::new(AtomicBool::new(false));
         let team = Team { busy: Arc::new(Busy::new()), failed: Arc::clone(&failed) };
         let work = |solver: &mut Solver| -> Result<u64, Unsolved> {
@@ -666,60 +776,24 @@ impl Solver {
                 if failed.load(Ordering::Relaxed) {
                     return Err(Unsolved(solver.nodes));
                 }
-                // A class of its own first, then the unsolved class that the
-                // fewest threads are searching.
-                let (index, own) = match next.fetch_add(1, Ordering::Relaxed) {
-                    index if index < classes.len() => (index, true),
-                    _ => {
-                        let open = (0..classes.len())
-                            .filter(|&i| solved[i].load(Ordering::Relaxed) == 0)
-                            .min_by_key(|&i| searching[i].load(Ordering::Relaxed));
-                        let Some(index) = open else { break };
-                        (index, false)
-                    }
-                };
-                let class = &classes[index];
-                let mut child = *position;
-                child.play_unchecked(class[0]);
-                let share = Progress::ONE * class.len() as u64 / moves.len() as u64;
-                searching[index].fetch_add(1, Ordering::Relaxed);
+                let Some((index, own)) = work_list.take() else { break };
+                let child = work_list.child(position, index);
+                let share = work_list.share(index);
                 solver.team = Some(team.clone());
                 // The thread that took the class counts its progress.
-                let result = if own { solver.wins_root_move(&child, share) } else { solver.wins_root_move(&child, 0) };
+                let result = solver.wins_root_move(&child, if own { share } else { 0 });
                 solver.team = None;
-                searching[index].fetch_sub(1, Ordering::Relaxed);
+                work_list.leave(index);
                 // Only a journal's failure, this thread's or another's, ends a
                 // search without a value.
                 let wins = result.inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
-                // The first thread to finish a class reports it.
-                if solved[index].compare_exchange(0, 1 + u8::from(!wins), Ordering::Relaxed, Ordering::Relaxed).is_ok()
-                {
-                    for &mv in class {
-                        on_move(mv, !wins);
-                    }
-                }
+                work_list.finish(index, wins, &on_move);
             }
             Ok(solver.nodes)
         };
         let mut helpers: Vec<Solver> = (1..threads).map(|_| self.sharing()).collect();
-        let counts: Vec<Result<u64, Unsolved>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = helpers.iter_mut().map(|helper| scope.spawn(|| work(helper))).collect();
-            let mut counts = vec![work(self)];
-            counts.extend(handles.into_iter().map(|h| h.join().expect("a solver thread panicked")));
-            counts
-        });
-        let (mut nodes, mut searching_threads) = (0, 0);
-        for count in counts {
-            let count = count?;
-            nodes += count;
-            searching_threads += usize::from(count > 0);
-        }
-        let winning_moves: Vec<Move> = moves
-            .iter()
-            .zip(&class_of)
-            .filter(|&(_, &class)| solved[class].load(Ordering::Relaxed) == 2)
-            .map(|(&mv, _)| mv)
-            .collect();
+        let (nodes, searching_threads) = run_team(self, &mut helpers, work)?;
+        let winning_moves = work_list.winning_moves(&moves);
         Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes, threads: searching_threads })
     }
 
@@ -1047,8 +1121,35 @@ impl Solver {
 /// Asks Linux to back the table with 2 MiB pages where it can (before the
 /// memory is touched): every probe lands on a random page, and with 4 KiB
 /// pages nearly every one also misses the TLB.
+/// A transposition table of `count` entries, all-zero bits each, backed by
+/// huge pages where Linux allows (see [`advise_huge_pages`]): the memory is
+/// asked of the allocator zeroed, in one piece, rather than built entry by
+/// entry (which took about 75 s for a 16 GiB df-pn table before a 7x7
+/// solve could start).
+///
+/// # Errors
+/// [`TableError::OutOfMemory`]: the system did not grant it.
+///
+/// # Safety
+/// All-zero bits must be a valid `T` (here: atomic integers).
+pub(crate) unsafe fn zeroed_table<T>(count: usize) -> Result<Vec<T>, TableError> {
+    let too_large = |bytes: usize| TableError::OutOfMemory(bytes as u64 >> 20);
+    let layout = std::alloc::Layout::array::<T>(count).map_err(|_| too_large(usize::MAX))?;
+    assert!(layout.size() > 0, "a table has entries");
+    // SAFETY: the layout's size is not zero.
+    let start = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if start.is_null() {
+        return Err(too_large(layout.size()));
+    }
+    advise_huge_pages(start.cast(), layout.size());
+    // SAFETY: `start` was allocated by the global allocator with `T`'s
+    // alignment for `count` of them, all initialised (zero bits, valid by
+    // the caller's promise), as a `Vec` of that capacity frees it.
+    Ok(unsafe { Vec::from_raw_parts(start, count, count) })
+}
+
 #[cfg(target_os = "linux")]
-pub(crate) fn advise_huge_pages(start: *const u8, len: usize) {
+fn advise_huge_pages(start: *const u8, len: usize) {
     const HUGE: usize = 2 << 20;
     let begin = (start as usize).next_multiple_of(HUGE);
     let end = (start as usize + len) & !(HUGE - 1);
@@ -1063,7 +1164,7 @@ pub(crate) fn advise_huge_pages(start: *const u8, len: usize) {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn advise_huge_pages(_start: *const u8, _len: usize) {}
+fn advise_huge_pages(_start: *const u8, _len: usize) {}
 
 /// Plain minimax without table or ordering: the reference the solver is
 /// tested against on tiny boards.
