@@ -48,7 +48,7 @@ use crate::moves::{Move, MoveList};
 use crate::position::{BoardVisitor, Position};
 use crate::solver::{
     Busy, JournalEntry, Keys, MoveOrder, Progress, RootWork, SHARED_PLIES, Solution, Symmetries, TableError, Team,
-    Unsolved, run_team, zeroed_table,
+    Unsolved, huge_page_table, run_team,
 };
 
 /// An infinite proof or disproof number: the question is settled.
@@ -237,9 +237,7 @@ impl DfpnSolver {
         if table_bits > Self::MAX_TABLE_BITS {
             return Err(TableError::TooLarge(table_bits));
         }
-        // SAFETY: a set is atomic integers, and all-zero bits are its empty
-        // value.
-        let table: Vec<Set> = unsafe { zeroed_table(1 << table_bits)? };
+        let table: Vec<Set> = huge_page_table(1 << table_bits)?;
         Ok(DfpnSolver::on_table(Arc::new(table), Arc::default()))
     }
 

@@ -557,9 +557,7 @@ impl Solver {
         if table_bits > Self::MAX_TABLE_BITS {
             return Err(TableError::TooLarge(table_bits));
         }
-        // SAFETY: a bucket is atomic integers, and all-zero bits are its
-        // empty value.
-        let table: Vec<Bucket> = unsafe { zeroed_table(1 << table_bits)? };
+        let table: Vec<Bucket> = huge_page_table(1 << table_bits)?;
         Ok(Solver {
             table: Arc::new(table),
             scratch: Vec::new(),
@@ -1121,31 +1119,20 @@ impl Solver {
 /// Asks Linux to back the table with 2 MiB pages where it can (before the
 /// memory is touched): every probe lands on a random page, and with 4 KiB
 /// pages nearly every one also misses the TLB.
-/// A transposition table of `count` entries, all-zero bits each, backed by
-/// huge pages where Linux allows (see [`advise_huge_pages`]): the memory is
-/// asked of the allocator zeroed, in one piece, rather than built entry by
-/// entry (which took about 75 s for a 16 GiB df-pn table before a 7x7
-/// solve could start).
+/// A transposition table of `count` empty entries, backed by huge pages
+/// where Linux allows (see [`advise_huge_pages`]): the advice comes before
+/// the entries are written, so that the pages are huge from their first
+/// touch (a table the allocator has zeroed first is faulted in 4 KiB
+/// pages).
 ///
 /// # Errors
 /// [`TableError::OutOfMemory`]: the system did not grant it.
-///
-/// # Safety
-/// All-zero bits must be a valid `T` (here: atomic integers).
-pub(crate) unsafe fn zeroed_table<T>(count: usize) -> Result<Vec<T>, TableError> {
-    let too_large = |bytes: usize| TableError::OutOfMemory(bytes as u64 >> 20);
-    let layout = std::alloc::Layout::array::<T>(count).map_err(|_| too_large(usize::MAX))?;
-    assert!(layout.size() > 0, "a table has entries");
-    // SAFETY: the layout's size is not zero.
-    let start = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
-    if start.is_null() {
-        return Err(too_large(layout.size()));
-    }
-    advise_huge_pages(start.cast(), layout.size());
-    // SAFETY: `start` was allocated by the global allocator with `T`'s
-    // alignment for `count` of them, all initialised (zero bits, valid by
-    // the caller's promise), as a `Vec` of that capacity frees it.
-    Ok(unsafe { Vec::from_raw_parts(start, count, count) })
+pub(crate) fn huge_page_table<T: Default>(count: usize) -> Result<Vec<T>, TableError> {
+    let mut table: Vec<T> = Vec::new();
+    table.try_reserve_exact(count).map_err(|_| TableError::OutOfMemory((count * size_of::<T>()) as u64 >> 20))?;
+    advise_huge_pages(table.as_ptr().cast(), count * size_of::<T>());
+    table.extend((0..count).map(|_| T::default()));
+    Ok(table)
 }
 
 #[cfg(target_os = "linux")]
