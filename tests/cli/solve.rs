@@ -95,7 +95,7 @@ fn a_saved_solve_resumes_from_its_journal() {
 
     // A torn tail: half a record more.
     std::fs::write(save.join("journal.bin"), [&journal[..], &journal[16..28]].concat()).unwrap();
-    let resumed = konane(&["solve", "--resume", save_arg, "--threads", "1"]);
+    let resumed = konane(&["solve", "--resume", save_arg]);
     let (again, stderr) = text(&resumed);
     assert!(resumed.status.success(), "{stderr}");
     assert!(stderr.contains(&format!("{records} results")), "{stderr}");
@@ -238,8 +238,8 @@ fn proof_number_search_answers_as_alpha_beta_does() {
 /// A saved df-pn solve checkpoints its table, and `--resume` goes on from
 /// the last checkpoint (the directory says the solve was df-pn's): a solve
 /// stopped by `--max-nodes` resumes to the same value and winning moves as
-/// one in a go. A damaged checkpoint is an error
-/// naming it.
+/// one in a go, in fewer nodes than that (all on one thread, whose node
+/// counts do not vary). A damaged checkpoint is an error naming it.
 #[test]
 fn a_proof_number_solve_resumes_from_its_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
@@ -274,7 +274,7 @@ fn a_proof_number_solve_resumes_from_its_checkpoint() {
     assert_eq!(checkpoint.len() as u64, 16 + 8 + 32 * entries + 4);
     assert!(entries > 100, "{entries} entries");
 
-    let resumed = konane(&["solve", "--resume", save_arg]);
+    let resumed = konane(&["solve", "--resume", save_arg, "--threads", "1"]);
     let (again, stderr) = text(&resumed);
     assert!(resumed.status.success(), "{stderr}");
     assert!(stderr.contains(&format!("restored {entries} positions")), "{stderr}");
@@ -282,12 +282,7 @@ fn a_proof_number_solve_resumes_from_its_checkpoint() {
     for key in ["value:", "winning:"] {
         assert_eq!(field(&again, key), field(&stdout, key));
     }
-    // That the resumed solve saves work is the rules crate's
-    // `a_checkpoint_resumes_the_search_where_it_stopped`: run beside other
-    // tests, this resumed solve now and then searched more nodes than the
-    // fresh one (268-394 K against 238 K), though alone, and side by side
-    // from a shell, it searched 161 K every time; not understood yet.
-    assert!(nodes(&again) > 0);
+    assert!(nodes(&again) < nodes(&stdout), "resumed {} nodes, fresh {}", nodes(&again), nodes(&stdout));
     // The resumed solve wrote its proof into the directory; it checks.
     assert!(std::fs::read_to_string(save.join("result.txt")).unwrap().contains("proof: "));
     let checked = konane(&["solve", "--verify", save_arg]);

@@ -111,6 +111,14 @@ impl Slot {
         (self.lock.load(Ordering::Relaxed) ^ data ^ phi ^ delta == hash).then_some((phi, delta))
     }
 
+    /// How much the slot is worth keeping when a new position needs one:
+    /// 0 when empty (every word 0, so its lock too), else the nodes its
+    /// search took plus one.
+    #[inline(always)]
+    fn keep_rank(&self) -> u64 {
+        if self.lock.load(Ordering::Relaxed) == 0 { 0 } else { u64::from(self.data.load(Ordering::Relaxed) as u32) + 1 }
+    }
+
     #[inline(always)]
     fn write(&self, entry: Entry) {
         let data = u64::from(entry.check) << 32 | u64::from(entry.work);
@@ -585,13 +593,11 @@ impl DfpnSolver {
     /// another's proof).
     fn store(&self, (hash, check): (u64, u32), phi: u64, delta: u64, work: u64) {
         let ways = &self.set(hash).0;
-        let entries: [Entry; WAYS] = std::array::from_fn(|i| ways[i].read());
-        let slot = match entries.iter().position(|e| e.hash == hash && e.check == check) {
-            Some(own) if (entries[own].phi == 0 || entries[own].delta == 0) && phi != 0 && delta != 0 => return,
-            Some(own) => own,
-            None => (0..WAYS)
-                .min_by_key(|&i| if entries[i].hash == 0 { 0 } else { u64::from(entries[i].work) + 1 })
-                .expect("ways"),
+        let own = ways.iter().enumerate().find_map(|(i, slot)| Some((i, slot.numbers(hash, check)?)));
+        let slot = match own {
+            Some((_, (old_phi, old_delta))) if (old_phi == 0 || old_delta == 0) && phi != 0 && delta != 0 => return,
+            Some((own, _)) => own,
+            None => (0..WAYS).min_by_key(|&i| ways[i].keep_rank()).expect("ways"),
         };
         ways[slot].write(Entry { hash, check, work: u32::try_from(work).unwrap_or(u32::MAX), phi, delta });
     }

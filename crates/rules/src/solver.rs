@@ -1116,9 +1116,6 @@ impl Solver {
     }
 }
 
-/// Asks Linux to back the table with 2 MiB pages where it can (before the
-/// memory is touched): every probe lands on a random page, and with 4 KiB
-/// pages nearly every one also misses the TLB.
 /// A transposition table of `count` empty entries, backed by huge pages
 /// where Linux allows (see [`advise_huge_pages`]): the advice comes before
 /// the entries are written, so that the pages are huge from their first
@@ -1136,6 +1133,9 @@ pub(crate) fn huge_page_table<T: Default>(count: usize) -> Result<Vec<T>, TableE
 }
 
 #[cfg(target_os = "linux")]
+/// Asks Linux to back the table with 2 MiB pages where it can (before the
+/// memory is touched): every probe lands on a random page, and with 4 KiB
+/// pages nearly every one also misses the TLB.
 fn advise_huge_pages(start: *const u8, len: usize) {
     const HUGE: usize = 2 << 20;
     let begin = (start as usize).next_multiple_of(HUGE);
