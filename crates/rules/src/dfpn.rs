@@ -47,8 +47,8 @@ use crate::geometry::Size;
 use crate::moves::{Move, MoveList};
 use crate::position::{BoardVisitor, Position};
 use crate::solver::{
-    Busy, JournalEntry, Keys, MoveOrder, Progress, RootWork, SHARED_PLIES, Solution, Symmetries, TableError, Team,
-    Unsolved, huge_page_table, run_team,
+    Busy, JournalEntry, Keys, LineProgress, MoveOrder, Progress, RootWork, SHARED_PLIES, Solution, Symmetries,
+    TableError, Team, Unsolved, huge_page_table, run_team,
 };
 
 /// An infinite proof or disproof number: the question is settled.
@@ -189,6 +189,8 @@ pub struct DfpnSolver {
     nodes: u64,
     node_limit: u64,
     progress: Arc<Progress>,
+    /// How much of the root move being searched is resolved.
+    line_progress: LineProgress,
     /// The plies below the searched position whose moves a move order
     /// prices, and the order.
     move_order: Option<(usize, Box<dyn MoveOrder>)>,
@@ -259,6 +261,7 @@ impl DfpnSolver {
             nodes: 0,
             node_limit: u64::MAX,
             progress,
+            line_progress: LineProgress::default(),
             move_order: None,
             cost_scale: 16.0,
             costs: HashMap::new(),
@@ -409,14 +412,17 @@ impl DfpnSolver {
         for (i, &mv) in moves.iter().enumerate() {
             let mut child = *position;
             child.play_unchecked(mv);
-            let lost = !self.wins_within(&child, node_limit)?;
+            // Shares that add up to exactly one.
+            let share =
+                Progress::ONE * (i as u64 + 1) / moves.len() as u64 - Progress::ONE * i as u64 / moves.len() as u64;
+            self.line_progress.begin(share);
+            let result = self.wins_within(&child, node_limit);
+            self.line_progress.end(&self.progress, result.is_ok());
+            let lost = !result?;
             if lost {
                 winning_moves.push(mv);
             }
             on_move(mv, lost);
-            let share =
-                Progress::ONE * (i as u64 + 1) / moves.len() as u64 - Progress::ONE * i as u64 / moves.len() as u64;
-            self.progress.resolved.fetch_add(share, Ordering::Relaxed);
         }
         Ok(Solution { win: !winning_moves.is_empty(), winning_moves, nodes: self.nodes, threads: 1 })
     }
@@ -449,7 +455,6 @@ impl DfpnSolver {
         self.progress.start(moves.len());
         let failed = Arc::new(AtomicBool::new(false));
         let team = Team { busy: Arc::new(Busy::new()), failed: Arc::clone(&failed) };
-        let progress = Arc::clone(&self.progress);
         let work = |solver: &mut DfpnSolver| -> Result<u64, Unsolved> {
             let first = solver.nodes;
             solver.team_node_limit = node_limit;
@@ -457,10 +462,12 @@ impl DfpnSolver {
                 if failed.load(Ordering::Relaxed) {
                     return Err(Unsolved(solver.nodes));
                 }
-                let Some((index, _)) = work_list.take() else { break };
+                let Some((index, own)) = work_list.take() else { break };
                 let child = work_list.child(position, index);
                 solver.team = Some(team.clone());
                 solver.settled = None;
+                // The thread that took the class counts its progress.
+                solver.line_progress.begin(if own { work_list.share(index) } else { 0 });
                 let result = solver.wins_within(&child, u64::MAX);
                 solver.team = None;
                 work_list.leave(index);
@@ -472,13 +479,13 @@ impl DfpnSolver {
                         Some(wins) if !failed.load(Ordering::Relaxed) => wins,
                         _ => {
                             failed.store(true, Ordering::Relaxed);
+                            solver.line_progress.end(&solver.progress, false);
                             return Err(unsolved);
                         }
                     },
                 };
-                if work_list.finish(index, wins, &on_move) {
-                    progress.resolved.fetch_add(work_list.share(index), Ordering::Relaxed);
-                }
+                solver.line_progress.end(&solver.progress, true);
+                work_list.finish(index, wins, &on_move);
             }
             Ok(solver.nodes - first)
         };
@@ -662,6 +669,7 @@ impl DfpnSolver {
         }
         if self.nodes & 0xFFF == 0 {
             self.progress.nodes.fetch_add(0x1000, Ordering::Relaxed);
+            self.line_progress.publish(&self.progress);
             if let Some((every_nodes, _)) = &self.checkpoints
                 && self.nodes.is_multiple_of(*every_nodes)
             {
@@ -744,6 +752,7 @@ impl DfpnSolver {
         }
         // The threads mark the nodes of the shared plies they search.
         let busy = context.busy.filter(|_| ply + 1 < SHARED_PLIES);
+        let tracked = self.line_progress.tracks(ply);
         let result = loop {
             // phi = min delta(child), delta = sum phi(child); the best child
             // has the least delta, `second` the next least (the child
@@ -751,6 +760,8 @@ impl DfpnSolver {
             let mut phi = INF;
             let mut delta = 0u64;
             let (mut best, mut second, mut runner_up, mut third) = (0, INF, 0, INF);
+            // Children the mover is proven to lose by: the progress's resolved.
+            let mut lost = 0;
             for (i, child) in children.iter().enumerate() {
                 let priced = child.priced();
                 if priced < phi {
@@ -762,6 +773,7 @@ impl DfpnSolver {
                     third = priced;
                 }
                 delta = if child.phi == INF { INF } else { delta.saturating_add(child.phi) };
+                lost += usize::from(child.phi == 0);
             }
             if delta != INF {
                 delta = delta.min(BIG);
@@ -779,6 +791,9 @@ impl DfpnSolver {
             {
                 best = runner_up;
                 second = third;
+            }
+            if tracked {
+                self.line_progress.at(ply, lost, children.len());
             }
             let chosen = children[best];
             // The child may grow its phi until the parent's delta reaches
@@ -858,6 +873,34 @@ mod tests {
             let (ours, theirs) = (dfpn.solve(&start), solver.solve(&start));
             assert_eq!((ours.win, &ours.winning_moves), (theirs.win, &theirs.winning_moves), "{cols}x{rows}");
         }
+    }
+
+    /// The progress moves while a root move is searched, not only as each
+    /// is solved (a board whose start has two classes of openings showed 0%
+    /// for most of its solve): a budget that runs out halfway into the
+    /// first root move leaves part of it resolved, less than its share.
+    #[test]
+    fn progress_grows_inside_a_root_move() {
+        let start = Position::start(Size::new(6, 6).unwrap());
+        let moves = start.moves();
+        let mut first = start;
+        first.play_unchecked(moves[0]);
+        let mut alone = DfpnSolver::new(16);
+        alone.wins_within(&first, u64::MAX).unwrap();
+        let cost = alone.nodes();
+        assert!(cost > 1 << 16, "the first move takes {cost} nodes");
+        let mut solver = DfpnSolver::new(16);
+        let progress = solver.progress();
+        assert!(solver.solve_each(&start, cost / 2, |_, _| {}).is_err());
+        let resolved = progress.resolved();
+        assert!(resolved > 0.0 && resolved < 1.0 / moves.len() as f64, "{resolved} resolved");
+        // Two threads count each class's progress once: part of the solve,
+        // never more than all of it.
+        let mut solver = DfpnSolver::new(16);
+        let progress = solver.progress();
+        assert!(solver.solve_each_parallel(&start, 2, cost / 2, |_, _| {}).is_err());
+        let resolved = progress.resolved();
+        assert!(resolved > 0.0 && resolved < 1.0, "{resolved} resolved on two threads");
     }
 
     /// Threads sharing the table find the values and winning moves one
