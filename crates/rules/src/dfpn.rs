@@ -760,7 +760,8 @@ impl DfpnSolver {
             let mut phi = INF;
             let mut delta = 0u64;
             let (mut best, mut second, mut runner_up, mut third) = (0, INF, 0, INF);
-            // Children the mover is proven to lose by: the progress's resolved.
+            // Moves proven to lose (the child's mover wins): the children the
+            // progress estimate counts as resolved.
             let mut lost = 0;
             for (i, child) in children.iter().enumerate() {
                 let priced = child.priced();
