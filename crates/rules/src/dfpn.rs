@@ -412,10 +412,7 @@ impl DfpnSolver {
         for (i, &mv) in moves.iter().enumerate() {
             let mut child = *position;
             child.play_unchecked(mv);
-            // Shares that add up to exactly one.
-            let share =
-                Progress::ONE * (i as u64 + 1) / moves.len() as u64 - Progress::ONE * i as u64 / moves.len() as u64;
-            self.line_progress.begin(share);
+            self.line_progress.begin(Progress::share(i, moves.len()));
             let result = self.wins_within(&child, node_limit);
             self.line_progress.end(&self.progress, result.is_ok());
             let lost = !result?;
@@ -473,18 +470,11 @@ impl DfpnSolver {
                 work_list.leave(index);
                 // Stopped because another thread settled the root move, or
                 // because the solve failed.
-                let wins = match result {
-                    Ok(wins) => wins,
-                    Err(unsolved) => match solver.known(&child) {
-                        Some(wins) if !failed.load(Ordering::Relaxed) => wins,
-                        _ => {
-                            failed.store(true, Ordering::Relaxed);
-                            solver.line_progress.end(&solver.progress, false);
-                            return Err(unsolved);
-                        }
-                    },
-                };
-                solver.line_progress.end(&solver.progress, true);
+                let result = result.or_else(|unsolved| {
+                    solver.known(&child).filter(|_| !failed.load(Ordering::Relaxed)).ok_or(unsolved)
+                });
+                solver.line_progress.end(&solver.progress, result.is_ok());
+                let wins = result.inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
                 work_list.finish(index, wins, &on_move);
             }
             Ok(solver.nodes - first)

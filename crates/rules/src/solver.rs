@@ -162,8 +162,8 @@ impl RootWork {
 
     /// Files class `index`'s value (`wins`: the side to move after it
     /// wins); the first thread to finish a class tells `on_move` each of
-    /// its moves' values and returns true.
-    pub(crate) fn finish(&self, index: usize, wins: bool, on_move: &impl Fn(Move, bool)) -> bool {
+    /// its moves' values.
+    pub(crate) fn finish(&self, index: usize, wins: bool, on_move: &impl Fn(Move, bool)) {
         let first =
             self.solved[index].compare_exchange(0, 1 + u8::from(!wins), Ordering::Relaxed, Ordering::Relaxed).is_ok();
         if first {
@@ -171,7 +171,6 @@ impl RootWork {
                 on_move(mv, !wins);
             }
         }
-        first
     }
 
     /// The winning moves among `moves` (the moves given to
@@ -492,6 +491,13 @@ impl Progress {
         self.nodes.load(Ordering::Relaxed)
     }
 
+    /// Root move `index`'s share of a solve of `moves` moves taken one
+    /// after another: shares that add up to exactly [`Progress::ONE`].
+    pub(crate) fn share(index: usize, moves: usize) -> u64 {
+        let (index, moves) = (index as u64, moves as u64);
+        Progress::ONE * (index + 1) / moves - Progress::ONE * index / moves
+    }
+
     /// A new solve of a position with `moves` root moves: nothing resolved
     /// yet, unless there is nothing to resolve.
     pub(crate) fn start(&self, moves: usize) {
@@ -499,15 +505,9 @@ impl Progress {
     }
 
     /// The share of the current solve resolved so far, 0 to 1: the root's
-    /// moves, with each move in progress counted by the share of its tree
-    /// resolved along the line being searched (every child of a node taken
-    /// as the same work). Subtrees differ in cost, and a won node may need
-    /// only one child, so it is a rough measure of the work done, good for
-    /// an order of magnitude at best: df-pn on the 7x6 start showed 1.5%
-    /// after a third of its nodes and 4.5% after two thirds, on the 7x7
-    /// centre 66.7% after a tenth. (Counting a node that looks won as
-    /// ending with the child being searched ran high everywhere: 99.8%
-    /// after a third of the 7x7 centre's nodes.)
+    /// moves, each move in progress counted by an estimate along the line
+    /// being searched. A rough measure of the work done, that can run low
+    /// or high: good for an order of magnitude of the time left at best.
     pub fn resolved(&self) -> f64 {
         self.resolved.load(Ordering::Relaxed) as f64 / Progress::ONE as f64
     }
@@ -518,10 +518,14 @@ impl Progress {
 ///
 /// Knuth's estimate of a tree's progress: at each node of the line, the
 /// children already resolved, plus the share of the one being searched,
-/// every child taken as the same work. A won node may end after its first
-/// child, so the estimate runs low; it is only ever raised, so a search
-/// that leaves a subtree for a cheaper one (df-pn does, all the time)
-/// does not take back what it showed.
+/// every child taken as the same work. Subtrees differ in cost and a won
+/// node may need only one child, so it can be far off either way: df-pn
+/// on the 7x6 start showed 1.5% after a third of its nodes and 4.5% after
+/// two thirds, on the 7x7 centre 66.7% after a tenth. (Counting a node
+/// that looks won as ending with the child being searched ran high
+/// everywhere: 99.8% after a third of the 7x7 centre's nodes.) It is only
+/// ever raised, so a search that leaves a subtree for a cheaper one (df-pn
+/// does, all the time) does not take back what it showed.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LineProgress {
     /// The share of the whole solve ([`Progress::ONE`]) the root move being
@@ -764,10 +768,7 @@ impl Solver {
         for (i, &mv) in moves.iter().enumerate() {
             let mut child = *position;
             child.play_unchecked(mv);
-            // Shares that add up to exactly one.
-            let share =
-                Progress::ONE * (i as u64 + 1) / moves.len() as u64 - Progress::ONE * i as u64 / moves.len() as u64;
-            let lost = !self.wins_root_move(&child, share)?;
+            let lost = !self.wins_root_move(&child, Progress::share(i, moves.len()))?;
             if lost {
                 winning_moves.push(mv);
             }
@@ -1165,10 +1166,10 @@ pub(crate) fn huge_page_table<T: Default>(count: usize) -> Result<Vec<T>, TableE
     Ok(table)
 }
 
-#[cfg(target_os = "linux")]
 /// Asks Linux to back the table with 2 MiB pages where it can (before the
 /// memory is touched): every probe lands on a random page, and with 4 KiB
 /// pages nearly every one also misses the TLB.
+#[cfg(target_os = "linux")]
 fn advise_huge_pages(start: *const u8, len: usize) {
     const HUGE: usize = 2 << 20;
     let begin = (start as usize).next_multiple_of(HUGE);
