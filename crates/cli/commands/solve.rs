@@ -32,6 +32,7 @@ use konane_mcts::{Batch, Evaluator};
 use konane_nn::player::load_model;
 use konane_nn::{Backend, Net, NetEvaluator, shipped};
 use konane_rules::dfpn::{DfpnSolver, TableEntry};
+use konane_rules::regions::{RegionLimits, RegionStats};
 use konane_rules::solver::{JournalEntry, MoveOrder, Progress, Unsolved};
 use konane_rules::{Move, Position, Size, Solution, Solver, proof};
 use serde::{Deserialize, Serialize};
@@ -126,6 +127,24 @@ pub struct Args {
     /// default 16, as measured in docs/experiments/2026-12-04-proof-number-search.md).
     #[arg(long, hide = true, requires = "dfpn", value_parser = parse_cost_scale)]
     policy_cost: Option<f32>,
+    /// Decide the positions that fall apart into groups of stones that can
+    /// never meet by the groups' combinatorial game values, each group's
+    /// game walked once, instead of searching every interleaving of their
+    /// moves (`konane_rules::regions`). With --dfpn on 7x6 it searched 30%
+    /// fewer nodes in 20% less time; on the 7x7 centre 2% more nodes in
+    /// 11% more time, and alpha-beta on 6x6 ran 5-16% slower.
+    #[arg(long, conflicts_with = "verify")]
+    regions: bool,
+    /// With --regions: the stones a group may have (1 to 400; default 4:
+    /// 7x6 by df-pn took 16.5 s with 4, 17.3 s with 5 and 19.6 s with 6).
+    #[arg(long, value_name = "N", requires = "regions", hide = true, default_value_t = RegionLimits::default().stones,
+          value_parser = clap::value_parser!(u32).range(1..=400))]
+    region_stones: u32,
+    /// With --regions: the positions one group's walk may visit before the
+    /// group counts as too big to pay (1 to 10,000,000).
+    #[arg(long, value_name = "N", requires = "regions", hide = true, default_value_t = RegionLimits::default().walk,
+          value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    region_walk: u32,
     /// Results that took at least this many nodes go to the journal.
     #[arg(long, default_value_t = 1 << 20, hide = true, value_parser = clap::value_parser!(u64).range(1..))]
     journal_min_work: u64,
@@ -303,6 +322,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let start = Instant::now();
     let mut solver = Solver::try_new(bits).context("the transposition table")?;
     solver.set_symmetry(symmetry);
+    solver.set_regions(region_limits(&args));
 
     if let Some(dir) = &dir {
         let journal_path = dir.join(JOURNAL_FILE);
@@ -342,6 +362,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let solution = solution.map_err(|_| anyhow::anyhow!("the solve stopped: its journal could not be written"))?;
     let mut report =
         solution_text(&position, &solution, start, solver.table_bytes(), if symmetry { "" } else { ", symmetry off" });
+    report.push_str(&regions_text(solver.region_stats()));
     if let Some((calls, plies)) = &policy {
         report.push_str(&format!(
             "policy: {} network calls over the first {plies} plies\n",
@@ -423,6 +444,7 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
     // Its sets hold two entries in 64 bytes: half as many sets as the
     // alpha-beta table's buckets is the same memory.
     let mut solver = DfpnSolver::try_new(bits - 1).context("the transposition table")?;
+    solver.set_regions(region_limits(args));
     if let Some(dir) = &args.warm_from {
         let (theirs, _) = read_saved(dir).context("--warm-from")?;
         anyhow::ensure!(
@@ -493,6 +515,7 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
         anyhow::anyhow!("no result within --max-nodes {max_nodes}: {resume}")
     })?;
     let mut report = solution_text(&position, &solution, start, solver.table_bytes(), ", df-pn");
+    report.push_str(&regions_text(solver.region_stats()));
     if let Some((calls, plies)) = &policy {
         report.push_str(&format!(
             "policy: {} network calls over the first {plies} plies\n",
@@ -647,6 +670,22 @@ fn while_reporting_progress<T: Send>(
             })
         },
     )
+}
+
+/// The limits of `--regions`, if given.
+fn region_limits(args: &Args) -> Option<RegionLimits> {
+    args.regions.then(|| RegionLimits { stones: args.region_stones, walk: args.region_walk, ..RegionLimits::default() })
+}
+
+/// The report's line on `--regions` (empty without): how many positions
+/// the first thread asked about, how many split and how many were decided.
+fn regions_text(stats: Option<RegionStats>) -> String {
+    stats.map_or_else(String::new, |stats| {
+        format!(
+            "regions: {} positions decided of {} with two or more groups ({} asked, {} group positions walked; the first thread)\n",
+            stats.decided, stats.split, stats.asked, stats.walked
+        )
+    })
 }
 
 /// The report's first lines: the value, the winning moves, and what the

@@ -12,6 +12,7 @@ use std::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, BitXorAssign, N
 pub trait Bits:
     Copy
     + Eq
+    + std::hash::Hash
     + Debug
     + Send
     + Sync
@@ -95,7 +96,7 @@ impl_bits_for_int!(u128);
 
 /// `N` 64-bit words, least significant word first: the bit set for boards
 /// larger than 128 cells.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Wide<const N: usize>(pub [u64; N]);
 
 impl<const N: usize> BitAnd for Wide<N> {

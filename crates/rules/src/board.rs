@@ -295,6 +295,29 @@ impl<B: Bits> Board<B> {
         self.directions().iter().any(|dir| !(own & dir.jump_sources(opp, empty)).is_empty())
     }
 
+    /// The same board with only the stones on `cells` (the rest taken off):
+    /// one region of a position, to play out alone.
+    pub(crate) fn keep_only(&self, cells: B) -> Board<B> {
+        let mut board = *self;
+        for color in [Color::Black, Color::White] {
+            let mut gone = board.stones(color) & !cells;
+            while let Some(cell) = gone.pop_lowest() {
+                board.toggle(color, cell);
+            }
+        }
+        board
+    }
+
+    /// The same stones with `side` to move.
+    pub(crate) fn with_side(&self, side: Color) -> Board<B> {
+        let mut board = *self;
+        if side != board.side {
+            board.side = side;
+            board.hash ^= zobrist::WHITE_TO_MOVE;
+        }
+        board
+    }
+
     #[inline(always)]
     fn toggle(&mut self, color: Color, cell: usize) {
         let bit = B::single(cell);

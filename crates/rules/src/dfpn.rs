@@ -46,6 +46,7 @@ use crate::board::Board;
 use crate::geometry::Size;
 use crate::moves::{Move, MoveList};
 use crate::position::{BoardVisitor, Position};
+use crate::regions::{RegionLimits, RegionStats, Regions};
 use crate::solver::{
     Busy, JournalEntry, Keys, LineProgress, MoveOrder, Progress, RootWork, SHARED_PLIES, Solution, Symmetries,
     TableError, Team, Unsolved, huge_page_table, run_team,
@@ -222,6 +223,8 @@ pub struct DfpnSolver {
     /// The ply of the current line's node that another thread has settled:
     /// the search unwinds to it and takes its numbers from the table.
     settled: Option<usize>,
+    /// Decides positions made of independent regions without search.
+    regions: Option<Regions>,
 }
 
 impl DfpnSolver {
@@ -274,6 +277,7 @@ impl DfpnSolver {
             team_node_limit: u64::MAX,
             line: [(0, 0); SHARED_PLIES],
             settled: None,
+            regions: None,
         }
     }
 
@@ -284,8 +288,23 @@ impl DfpnSolver {
             move_order: self.move_order.as_ref().map(|(plies, order)| (*plies, order.fork())),
             cost_scale: self.cost_scale,
             epsilon: self.epsilon,
+            regions: self.regions.as_ref().map(|regions| Regions::new(regions.limits())),
             ..DfpnSolver::on_table(Arc::clone(&self.table), Arc::clone(&self.progress))
         }
+    }
+
+    /// Decides the positions that fall apart into independent regions by
+    /// the regions' values (see [`crate::regions`]) instead of searching
+    /// them, each thread with its own tables within `limits`; `None`
+    /// searches every position.
+    pub fn set_regions(&mut self, limits: Option<RegionLimits>) {
+        self.regions = limits.map(Regions::new);
+    }
+
+    /// What this solver's regions have decided (not the other threads' of
+    /// a parallel solve), if it uses them.
+    pub fn region_stats(&self) -> Option<RegionStats> {
+        self.regions.as_ref().map(Regions::stats)
     }
 
     /// The table's size in bytes.
@@ -683,10 +702,20 @@ impl DfpnSolver {
             }
         }
         let key = Self::key(keys);
-        if let Some((phi, delta)) = self.probe(key)
+        let known = self.probe(key);
+        if let Some((phi, delta)) = known
             && (phi >= th_phi || delta >= th_delta)
         {
             return Ok((phi, delta));
+        }
+        // A position seen for the first time may be a sum of regions.
+        if known.is_none()
+            && let Some(regions) = &mut self.regions
+            && let Some(win) = regions.wins(board)
+        {
+            let numbers = if win { (0, INF) } else { (INF, 0) };
+            self.store(key, numbers.0, numbers.1, 1);
+            return Ok(numbers);
         }
         let shared = context.busy.filter(|_| ply < SHARED_PLIES);
         if let Some(shared) = shared {

@@ -26,6 +26,7 @@ pub mod perft;
 mod position;
 pub mod proof;
 mod record;
+pub mod regions;
 pub mod sample;
 pub mod solver;
 mod symmetry;

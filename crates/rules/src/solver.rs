@@ -22,6 +22,7 @@ use crate::board::Board;
 use crate::geometry::{Color, Size};
 use crate::moves::{Move, MoveList};
 use crate::position::{BoardVisitor, Position};
+use crate::regions::{RegionLimits, RegionStats, Regions};
 use crate::symmetry::Symmetry;
 use crate::zobrist;
 
@@ -469,6 +470,8 @@ pub struct Solver {
     settled: Option<(usize, bool)>,
     /// The journal's sink failed: the solve ends as [`Unsolved`].
     journal_failed: bool,
+    /// Decides positions made of independent regions without search.
+    regions: Option<Regions>,
 }
 
 /// How far a solve has got, read by another thread while it runs.
@@ -643,6 +646,7 @@ impl Solver {
             line: [(0, 0); SHARED_PLIES],
             settled: None,
             journal_failed: false,
+            regions: None,
         })
     }
 
@@ -670,6 +674,20 @@ impl Solver {
         let result = f(self);
         self.move_order = order;
         result
+    }
+
+    /// Decides the positions that fall apart into independent regions by
+    /// the regions' values (see [`crate::regions`]) instead of searching
+    /// them, each thread with its own tables within `limits`; `None`
+    /// searches every position.
+    pub fn set_regions(&mut self, limits: Option<RegionLimits>) {
+        self.regions = limits.map(Regions::new);
+    }
+
+    /// What this solver's regions have decided (not the other threads' of
+    /// a parallel solve), if it uses them.
+    pub fn region_stats(&self) -> Option<RegionStats> {
+        self.regions.as_ref().map(Regions::stats)
     }
 
     /// Puts a result of an earlier solve (with the same symmetry setting)
@@ -856,6 +874,7 @@ impl Solver {
             line: [(0, 0); SHARED_PLIES],
             settled: None,
             journal_failed: false,
+            regions: self.regions.as_ref().map(|regions| Regions::new(regions.limits())),
         }
     }
 
@@ -1027,6 +1046,12 @@ impl Solver {
         }
         let key = Symmetries::canonical(keys);
         if let Some(win) = self.probe(key) {
+            return Ok(win);
+        }
+        if let Some(regions) = &mut self.regions
+            && let Some(win) = regions.wins(board)
+        {
+            self.store(key, win, 1);
             return Ok(win);
         }
         let shared = busy.filter(|_| ply < SHARED_PLIES);
