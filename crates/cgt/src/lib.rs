@@ -38,13 +38,19 @@ use rustc_hash::FxHashMap as HashMap;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct Game(u32);
 
-/// A form's Left and Right options, sorted: the key of the interned forms.
-type Options = (Box<[Game]>, Box<[Game]>);
-
-/// The options of one stored form, sorted by index.
+/// The options of one stored form, sorted by index without repeats (also
+/// the key that finds a canonical form's index).
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct Form {
     left: Box<[Game]>,
     right: Box<[Game]>,
+}
+
+/// Sorts `options` and drops repeats: the order forms are stored and
+/// compared in.
+fn normalise(options: &mut Vec<Game>) {
+    options.sort_unstable();
+    options.dedup();
 }
 
 /// Interned canonical forms, with memoised comparisons and sums.
@@ -55,7 +61,7 @@ struct Form {
 /// calling [`Games::clear`] when it grows past their budget.
 pub struct Games {
     forms: Vec<Form>,
-    canonical: HashMap<Options, Game>,
+    canonical: HashMap<Form, Game>,
     le: HashMap<(Game, Game), bool>,
     sums: HashMap<(Game, Game), Game>,
     negatives: HashMap<Game, Game>,
@@ -113,51 +119,45 @@ impl Games {
         &self.forms[game.0 as usize].right
     }
 
-    fn intern(&mut self, mut left: Vec<Game>, mut right: Vec<Game>) -> Game {
-        left.sort_unstable();
-        left.dedup();
-        right.sort_unstable();
-        right.dedup();
-        let key = (left.into_boxed_slice(), right.into_boxed_slice());
-        if let Some(&game) = self.canonical.get(&key) {
+    /// The index of the canonical form with these (normalised) options,
+    /// stored if new.
+    fn intern(&mut self, left: Vec<Game>, right: Vec<Game>) -> Game {
+        let form = Form { left: left.into(), right: right.into() };
+        if let Some(&game) = self.canonical.get(&form) {
             return game;
         }
-        let game = self.push(key.0.clone(), key.1.clone());
-        self.canonical.insert(key, game);
+        let game = self.push(form.clone());
+        self.canonical.insert(form, game);
         game
     }
 
-    fn push(&mut self, left: Box<[Game]>, right: Box<[Game]>) -> Game {
+    fn push(&mut self, form: Form) -> Game {
         let game = Game(u32::try_from(self.forms.len()).expect("fewer than 2^32 forms"));
-        self.forms.push(Form { left, right });
+        self.forms.push(form);
         game
     }
 
     /// The canonical form of `{left | right}` (the options being games of
     /// this store): dominated options dropped, reversible ones bypassed.
     pub fn form(&mut self, mut left: Vec<Game>, mut right: Vec<Game>) -> Game {
-        left.sort_unstable();
-        left.dedup();
-        right.sort_unstable();
-        right.dedup();
-        if let Some(&game) = self.canonical.get(&(left.as_slice().into(), right.as_slice().into())) {
+        normalise(&mut left);
+        normalise(&mut right);
+        let given = Form { left: left.as_slice().into(), right: right.as_slice().into() };
+        if let Some(&game) = self.canonical.get(&given) {
             return game;
         }
         // The game as given: every simplification keeps its value, so the
         // reversibility tests compare with it throughout.
-        let given = self.push(left.as_slice().into(), right.as_slice().into());
+        let given = self.push(given);
         loop {
             self.drop_dominated(&mut left, true);
             self.drop_dominated(&mut right, false);
             let (bypassed_left, left_changed) = self.bypass_reversible(&left, given, true);
             let (bypassed_right, right_changed) = self.bypass_reversible(&right, given, false);
             (left, right) = (bypassed_left, bypassed_right);
-            let changed = left_changed || right_changed;
-            left.sort_unstable();
-            left.dedup();
-            right.sort_unstable();
-            right.dedup();
-            if !changed {
+            normalise(&mut left);
+            normalise(&mut right);
+            if !(left_changed || right_changed) {
                 break;
             }
         }
@@ -192,17 +192,15 @@ impl Games {
     }
 
     /// Removes the options their player has a better one than: for Left a
-    /// smaller one, for Right a bigger one. (Distinct canonical forms are
-    /// distinct values, so of two options at most one can dominate.)
+    /// smaller one, for Right a bigger one. (The options are distinct
+    /// canonical forms, so distinct values: of two, at most one dominates.)
     fn drop_dominated(&mut self, options: &mut Vec<Game>, for_left: bool) {
         let mut kept: Vec<Game> = Vec::with_capacity(options.len());
-        'each: for (i, &option) in options.iter().enumerate() {
-            for (j, &other) in options.iter().enumerate() {
-                if i != j && other != option {
-                    let dominated = if for_left { self.le(option, other) } else { self.le(other, option) };
-                    if dominated {
-                        continue 'each;
-                    }
+        'each: for &option in options.iter() {
+            for &other in options.iter().filter(|&&other| other != option) {
+                let dominated = if for_left { self.le(option, other) } else { self.le(other, option) };
+                if dominated {
+                    continue 'each;
                 }
             }
             kept.push(option);
@@ -309,6 +307,18 @@ pub struct Shown<'a> {
     game: Game,
 }
 
+impl Shown<'_> {
+    fn write_options(&self, f: &mut fmt::Formatter<'_>, options: &[Game]) -> fmt::Result {
+        for (i, &option) in options.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{}", self.games.show(option))?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (left, right) = (self.games.left(self.game), self.games.right(self.game));
@@ -316,19 +326,9 @@ impl fmt::Display for Shown<'_> {
             return f.write_str("0");
         }
         f.write_str("{")?;
-        for (i, &option) in left.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{}", self.games.show(option))?;
-        }
+        self.write_options(f, left)?;
         f.write_str("|")?;
-        for (i, &option) in right.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{}", self.games.show(option))?;
-        }
+        self.write_options(f, right)?;
         f.write_str("}")
     }
 }
@@ -402,9 +402,11 @@ mod tests {
 
     /// The tree stored as given, every node raw (never canonicalised).
     fn raw(games: &mut Games, tree: &Tree) -> Game {
-        let left: Box<[Game]> = tree.0.iter().map(|t| raw(games, t)).collect();
-        let right: Box<[Game]> = tree.1.iter().map(|t| raw(games, t)).collect();
-        games.push(left, right)
+        let mut left: Vec<Game> = tree.0.iter().map(|t| raw(games, t)).collect();
+        let mut right: Vec<Game> = tree.1.iter().map(|t| raw(games, t)).collect();
+        normalise(&mut left);
+        normalise(&mut right);
+        games.push(Form { left: left.into(), right: right.into() })
     }
 
     fn canonical(games: &mut Games, tree: &Tree) -> Game {

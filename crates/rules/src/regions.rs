@@ -101,12 +101,10 @@ impl Regions {
             return None;
         }
         let occupied = board.stones(Color::Black) | board.stones(Color::White);
-        let fresh = match &self.walker {
-            Some(walker) => walker.downcast_ref::<Walker<B>>().is_none_or(|walker| walker.size != board.size()),
-            None => true,
-        };
-        if fresh {
-            self.walker = Some(Box::new(Walker::<B>::new(board.size())));
+        let size = board.size();
+        // A new walker when the width or the size changes.
+        if self.walker.as_ref().is_none_or(|w| w.downcast_ref::<Walker<B>>().is_none_or(|w| w.size != size)) {
+            self.walker = Some(Box::new(Walker::<B>::new(size)));
         }
         let walker = self.walker.as_mut().and_then(|w| w.downcast_mut::<Walker<B>>()).expect("made above");
         // The common case first: one group, nothing to split.
