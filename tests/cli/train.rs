@@ -82,6 +82,16 @@ fn train_resume_and_plot() {
     let (stdout, _) = text(&output);
     assert!(output.status.success() && !stdout.contains("iteration 1:"), "rated again: {stdout}");
     assert_eq!(konane_trainer::strength::read(&run).unwrap(), rated);
+    // Another board is a curve of its own; the run's board, rated above,
+    // and a board named twice are not played again.
+    let boards = [&rate[..], &["--size", "5x5,4x6,4x6", "--every", "2"]].concat();
+    let output = konane(&boards);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("iteration 2: ") && stdout.contains("on 4x6") && !stdout.contains("on 5x5"), "{stdout}");
+    let rated_too = konane_trainer::strength::read(&run).unwrap();
+    let on = |size: &str| rated_too.iter().filter(|r| r.size == size).map(|r| r.iteration).collect::<Vec<_>>();
+    assert_eq!((on("5x5"), on("4x6")), (vec![0, 1, 2], vec![0, 2]));
     let output = konane(&["plot", run_arg, "--out", svg.to_str().unwrap(), "--hours"]);
     assert!(output.status.success());
     assert!(fs::read_to_string(&svg).unwrap().contains("konane rate"), "a strength panel");

@@ -1,6 +1,7 @@
-//! `konane rate RUN --opponent SPEC`: a run's strength curve. Each kept
-//! checkpoint plays a match against one fixed opponent; the results go to
-//! `RUN/strength.jsonl`, which `konane plot` draws against training hours.
+//! `konane rate RUN --opponent SPEC [--size 8x8,10x10]`: a run's strength
+//! curve on each board asked. Each kept checkpoint plays a match against
+//! one fixed opponent; the results go to `RUN/strength.jsonl`, which
+//! `konane plot` draws against training hours, a curve per board.
 //! A checkpoint already rated on the same terms is skipped, so the command
 //! can be run again as a run goes on.
 
@@ -34,9 +35,10 @@ pub struct Args {
     /// Only iterations that are multiples of this (iteration 0 included).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     every: u64,
-    /// Board size (default: the run's first size).
-    #[arg(long)]
-    size: Option<Size>,
+    /// Boards, comma-separated, each its own curve (default: the run's
+    /// first size), e.g. `8x8,10x10,14x14` for a network of every size.
+    #[arg(long, value_delimiter = ',')]
+    size: Vec<Size>,
     /// Match seed: the same openings for every checkpoint.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -50,7 +52,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let run_dir = &args.run_dir;
     let config = TrainConfig::load(&run_dir.join("config.toml"))
         .with_context(|| format!("{} is not a run directory", run_dir.display()))?;
-    let size = args.size.unwrap_or(config.sizes[0]);
+    let mut sizes: Vec<Size> = Vec::new();
+    for size in if args.size.is_empty() { vec![config.sizes[0]] } else { args.size.clone() } {
+        if !sizes.contains(&size) {
+            sizes.push(size);
+        }
+    }
     let opponent: PlayerSpec = args.opponent.parse().context("--opponent")?;
     let opponent_factory = player_factory(&opponent, Backend::Native, 1)?;
     // The search options are checked once, on a spec of the first checkpoint's form.
@@ -72,52 +79,54 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let existing = strength::read(run_dir)?;
     let threads = args.threads.unwrap_or_else(super::cores);
     let mut out = super::stdout();
-    for iteration in iterations {
-        let mut record = StrengthRecord {
-            iteration,
-            search: search.clone(),
-            opponent: opponent.to_string(),
-            size: size.to_string(),
-            seed: args.seed,
-            games: args.games as usize,
-            scored: 0,
-            wins: 0,
-            score: 0.0,
-            score_low: 0.0,
-            score_high: 0.0,
-            elo: 0.0,
-        };
-        if existing.iter().any(|r| r.iteration == iteration && r.same_curve(&record)) {
-            continue;
-        }
-        let net = match player_factory(&spec_of(iteration)?, Backend::Native, 1) {
-            Ok(net) => net,
-            // Pruned by a run still training, between listing and loading.
-            Err(error) => {
-                tracing::warn!(iteration, %error, "checkpoint skipped");
+    for &size in &sizes {
+        for &iteration in &iterations {
+            let mut record = StrengthRecord {
+                iteration,
+                search: search.clone(),
+                opponent: opponent.to_string(),
+                size: size.to_string(),
+                seed: args.seed,
+                games: args.games as usize,
+                scored: 0,
+                wins: 0,
+                score: 0.0,
+                score_low: 0.0,
+                score_high: 0.0,
+                elo: 0.0,
+            };
+            if existing.iter().any(|r| r.iteration == iteration && r.same_curve(&record)) {
                 continue;
             }
-        };
-        let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
-        tracing::info!(iteration, opponent = %opponent, games = config.games, "rating");
-        let results = play_match(&*net, &*opponent_factory, &config, &|_| {})?;
-        let summary = MatchSummary::new(format!("iteration {iteration}"), opponent.to_string(), size, &results);
-        record.scored = summary.games;
-        record.wins = summary.a_wins;
-        record.score = summary.score;
-        record.score_low = summary.score_interval.low;
-        record.score_high = summary.score_interval.high;
-        record.elo = summary.elo;
-        writeln!(
-            out,
-            "iteration {iteration}: {}/{} = {:.1}% [{:.1}%, {:.1}%] against {opponent}",
-            record.wins,
-            record.scored,
-            100.0 * record.score,
-            100.0 * record.score_low,
-            100.0 * record.score_high
-        )?;
-        strength::record(run_dir, record)?;
+            let net = match player_factory(&spec_of(iteration)?, Backend::Native, 1) {
+                Ok(net) => net,
+                // Pruned by a run still training, between listing and loading.
+                Err(error) => {
+                    tracing::warn!(iteration, %error, "checkpoint skipped");
+                    continue;
+                }
+            };
+            let config = MatchConfig { size, games: args.games as usize, threads, seed: args.seed };
+            tracing::info!(iteration, %size, opponent = %opponent, games = config.games, "rating");
+            let results = play_match(&*net, &*opponent_factory, &config, &|_| {})?;
+            let summary = MatchSummary::new(format!("iteration {iteration}"), opponent.to_string(), size, &results);
+            record.scored = summary.games;
+            record.wins = summary.a_wins;
+            record.score = summary.score;
+            record.score_low = summary.score_interval.low;
+            record.score_high = summary.score_interval.high;
+            record.elo = summary.elo;
+            writeln!(
+                out,
+                "iteration {iteration}: {}/{} = {:.1}% [{:.1}%, {:.1}%] against {opponent} on {size}",
+                record.wins,
+                record.scored,
+                100.0 * record.score,
+                100.0 * record.score_low,
+                100.0 * record.score_high
+            )?;
+            strength::record(run_dir, record)?;
+        }
     }
     writeln!(out, "{}", strength::path(run_dir).display())?;
     Ok(())

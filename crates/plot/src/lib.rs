@@ -576,11 +576,14 @@ mod drawing_tests {
     fn strength_points_sit_at_their_checkpoints_hours() {
         let mut run = synthetic_run("rated", 30.0);
         run.start_seconds = 900.0;
-        run.strength = vec![rated(0, 0.1), rated(2, 0.5), rated(4, 0.9)];
+        let on_10x10 = StrengthRecord { size: "10x10".into(), ..rated(4, 0.7) };
+        run.strength = vec![rated(0, 0.1), rated(2, 0.5), on_10x10, rated(4, 0.9)];
         let series = run.strength_series(XAxis::Hours, "");
-        assert_eq!(series.len(), 1);
-        assert_eq!(series[0].0, "sims=800 vs alphabeta:ms=1000");
+        assert_eq!(series.len(), 2, "one curve per board");
+        assert_eq!(series[0].0, "sims=800 vs alphabeta:ms=1000 on 8x8");
         assert_eq!(series[0].1, vec![(0.25, 0.1), (1.25, 0.5), (2.25, 0.9)]);
+        assert_eq!(series[1].0, "sims=800 vs alphabeta:ms=1000 on 10x10");
+        assert_eq!(series[1].1, vec![(2.25, 0.7)]);
         assert_eq!(run.x(9, XAxis::Hours), None, "no such iteration");
         let dir = tempfile::tempdir().unwrap();
         let svg = dir.path().join("curves.svg");
@@ -630,7 +633,7 @@ mod drawing_tests {
         let svg = dir.path().join("compare.svg");
         plot_comparison(&runs, &svg, XAxis::Hours).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
-        for needle in ["fast-recipe", "plain-recipe", "fast-recipe: sims=800 vs alphabeta:ms=1000"] {
+        for needle in ["fast-recipe", "plain-recipe", "fast-recipe: sims=800 vs alphabeta:ms=1000 on 8x8"] {
             assert!(text.contains(needle), "{needle} missing");
         }
         assert!(text.contains("score against random"), "both runs evaluated against random");

@@ -56,9 +56,10 @@ impl StrengthRecord {
             == (&other.search, &other.opponent, &other.size, other.games, other.seed)
     }
 
-    /// The curve's name in a plot legend.
+    /// The curve's name in a plot legend: a network rated on several
+    /// boards (the all-size network) draws one curve per board.
     pub fn curve(&self) -> String {
-        format!("{} vs {}", self.search, self.opponent)
+        format!("{} vs {} on {}", self.search, self.opponent, self.size)
     }
 }
 
