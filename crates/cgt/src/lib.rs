@@ -56,8 +56,8 @@ fn normalise(options: &mut Vec<Game>) {
 /// Interned canonical forms, with memoised comparisons and sums.
 ///
 /// The store also holds the non-canonical forms that canonicalisation
-/// compares against (one per [`Games::form`] call of a new game) and the
-/// memos; [`Games::len`] counts them all, and callers bound memory by
+/// compares against (one per [`Games::form`] call of a new game that
+/// simplifies) and the memos; [`Games::len`] counts them all, and callers bound memory by
 /// calling [`Games::clear`] when it grows past their budget.
 pub struct Games {
     forms: Vec<Form>,
@@ -161,6 +161,13 @@ impl Games {
                 break;
             }
         }
+        // Already canonical as given: that form is the one to intern, not a
+        // second copy of it.
+        let form = &self.forms[given.0 as usize];
+        if *form.left == *left && *form.right == *right {
+            self.canonical.insert(form.clone(), given);
+            return given;
+        }
         self.intern(left, right)
     }
 
@@ -263,10 +270,9 @@ impl Games {
         if let Some(&negative) = self.negatives.get(&game) {
             return negative;
         }
-        let left: Vec<Game> = (0..self.right(game).len()).map(|i| self.right(game)[i]).collect();
-        let right: Vec<Game> = (0..self.left(game).len()).map(|i| self.left(game)[i]).collect();
-        let left = left.into_iter().map(|g| self.neg(g)).collect();
-        let right = right.into_iter().map(|g| self.neg(g)).collect();
+        let (theirs_left, theirs_right) = (self.left(game).to_vec(), self.right(game).to_vec());
+        let left = theirs_right.into_iter().map(|g| self.neg(g)).collect();
+        let right = theirs_left.into_iter().map(|g| self.neg(g)).collect();
         let negative = self.form(left, right);
         self.negatives.insert(game, negative);
         negative

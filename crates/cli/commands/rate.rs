@@ -52,8 +52,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let run_dir = &args.run_dir;
     let config = TrainConfig::load(&run_dir.join("config.toml"))
         .with_context(|| format!("{} is not a run directory", run_dir.display()))?;
+    let asked = if args.size.is_empty() { &config.sizes[..1] } else { &args.size[..] };
     let mut sizes: Vec<Size> = Vec::new();
-    for size in if args.size.is_empty() { vec![config.sizes[0]] } else { args.size.clone() } {
+    for &size in asked {
         if !sizes.contains(&size) {
             sizes.push(size);
         }

@@ -288,7 +288,7 @@ impl DfpnSolver {
             move_order: self.move_order.as_ref().map(|(plies, order)| (*plies, order.fork())),
             cost_scale: self.cost_scale,
             epsilon: self.epsilon,
-            regions: self.regions.as_ref().map(|regions| Regions::new(regions.limits())),
+            regions: self.regions.as_ref().map(Regions::fork),
             ..DfpnSolver::on_table(Arc::clone(&self.table), Arc::clone(&self.progress))
         }
     }

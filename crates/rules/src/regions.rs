@@ -83,9 +83,9 @@ impl Regions {
         Regions { limits, walker: None, stats: RegionStats::default() }
     }
 
-    /// The limits it was made with.
-    pub fn limits(&self) -> RegionLimits {
-        self.limits
+    /// Fresh tables within the same limits, for another thread of a solve.
+    pub fn fork(&self) -> Regions {
+        Regions::new(self.limits)
     }
 
     /// What it has been asked and answered so far.

@@ -874,7 +874,7 @@ impl Solver {
             line: [(0, 0); SHARED_PLIES],
             settled: None,
             journal_failed: false,
-            regions: self.regions.as_ref().map(|regions| Regions::new(regions.limits())),
+            regions: self.regions.as_ref().map(Regions::fork),
         }
     }
 
