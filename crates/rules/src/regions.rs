@@ -60,7 +60,8 @@ impl Default for RegionLimits {
 pub struct RegionStats {
     /// Positions asked about.
     pub asked: u64,
-    /// Positions of two or more stone groups (the rest were one group).
+    /// Positions of two or more stone groups, each small enough to walk
+    /// (the rest were one group, or had a group too big).
     pub split: u64,
     /// Positions answered from the sum of independent regions.
     pub decided: u64,
@@ -107,13 +108,13 @@ impl Regions {
             self.walker = Some(Box::new(Walker::<B>::new(size)));
         }
         let walker = self.walker.as_mut().and_then(|w| w.downcast_mut::<Walker<B>>()).expect("made above");
-        // The common case first: one group, nothing to split.
+        // The common cases first: one group, or a group too big to walk,
+        // found without flooding the whole group.
         let mut seed = occupied;
-        let first = walker.group(occupied, B::single(seed.pop_lowest()?));
+        let first = walker.group(occupied, B::single(seed.pop_lowest()?), self.limits.stones)?;
         if first == occupied {
             return None;
         }
-        self.stats.split += 1;
         let answer = walker.decide(board, first, occupied, &self.limits, &mut self.stats);
         self.stats.decided += u64::from(answer.is_some());
         answer
@@ -184,14 +185,19 @@ impl<B: Bits> Walker<B> {
             & self.on_board
     }
 
-    /// The stones of `occupied` connected to `seed` through neighbours.
+    /// The stones of `occupied` connected to `seed` through neighbours;
+    /// `None` as soon as they are more than `most`, so that a big group
+    /// (most positions of a search) costs a few steps, not a flood of it.
     #[inline]
-    fn group(&self, occupied: B, seed: B) -> B {
+    fn group(&self, occupied: B, seed: B, most: u32) -> Option<B> {
         let mut group = seed;
         loop {
             let grown = self.grow(group) & occupied;
             if grown == group {
-                return group;
+                return Some(group);
+            }
+            if grown.count() > most {
+                return None;
             }
             group = grown;
         }
@@ -214,14 +220,23 @@ impl<B: Bits> Walker<B> {
         groups.clear();
         groups.push(first);
         let mut rest = occupied & !first;
+        let mut small = true;
         while let Some(cell) = rest.pop_lowest() {
-            let group = self.group(occupied, B::single(cell));
+            let Some(group) = self.group(occupied, B::single(cell), limits.stones) else {
+                small = false;
+                break;
+            };
             rest &= !group;
             groups.push(group);
         }
-        let mut values = std::mem::take(&mut self.group_values);
-        let answer = self.sum_of(board, &mut groups, &mut values, limits, stats);
-        (self.groups, self.group_values) = (groups, values);
+        let mut answer = None;
+        if small {
+            stats.split += 1;
+            let mut values = std::mem::take(&mut self.group_values);
+            answer = self.sum_of(board, &mut groups, &mut values, limits, stats);
+            self.group_values = values;
+        }
+        self.groups = groups;
         answer
     }
 
@@ -346,6 +361,15 @@ mod tests {
         let near: Position = "BW.WB. b".parse().unwrap();
         assert_eq!(decide(&mut regions, &near), None);
         assert_eq!(regions.stats().decided, 1);
+        // A group of five stones is past the default limit of four: no
+        // answer, and the position is not counted among those split into
+        // groups small enough to walk.
+        let split = regions.stats().split;
+        let big: Position = "BWBWB./....../....../....BW b".parse().unwrap();
+        assert_eq!(decide(&mut regions, &big), None);
+        let four: Position = "BWBW../....../....../....BW b".parse().unwrap();
+        assert_eq!(decide(&mut regions, &four), Some(minimax_wins(&four)));
+        assert_eq!(regions.stats().split, split + 1);
     }
 
     /// Every position of random games: whenever the regions answer, the
