@@ -115,9 +115,7 @@ impl Regions {
         if first == occupied {
             return None;
         }
-        let answer = walker.decide(board, first, occupied, &self.limits, &mut self.stats);
-        self.stats.decided += u64::from(answer.is_some());
-        answer
+        walker.decide(board, first, occupied, &self.limits, &mut self.stats)
     }
 }
 
@@ -229,19 +227,23 @@ impl<B: Bits> Walker<B> {
             rest &= !group;
             groups.push(group);
         }
-        let mut answer = None;
-        if small {
+        let answer = if small {
             stats.split += 1;
             let mut values = std::mem::take(&mut self.group_values);
-            answer = self.sum_of(board, &mut groups, &mut values, limits, stats);
+            let answer = self.sum_of(board, &mut groups, &mut values, limits, stats);
             self.group_values = values;
-        }
+            answer
+        } else {
+            None
+        };
         self.groups = groups;
+        stats.decided += u64::from(answer.is_some());
         answer
     }
 
-    /// The outcome of `board` from its `groups`, merging the groups whose
-    /// reaches touch; `None` if one group remains or one is too big.
+    /// The outcome of `board` from its two or more `groups`, each within
+    /// the limit, merging the groups whose reaches touch; `None` if one
+    /// group remains or a merged one is too big.
     fn sum_of(
         &mut self,
         board: &Board<B>,
@@ -251,13 +253,7 @@ impl<B: Bits> Walker<B> {
         stats: &mut RegionStats,
     ) -> Option<bool> {
         'merged: loop {
-            if groups.len() < 2 {
-                return None;
-            }
             values.clear();
-            if groups.iter().any(|group| group.count() > limits.stones) {
-                return None;
-            }
             for &group in groups.iter() {
                 let key = (board.stones(Color::Black) & group, board.stones(Color::White) & group);
                 if let Some(&value) = self.values.get(&key) {
@@ -283,6 +279,9 @@ impl<B: Bits> Walker<B> {
                     let other = groups[j];
                     groups[i] |= other;
                     groups.swap_remove(j);
+                    if groups.len() < 2 || groups[i].count() > limits.stones {
+                        return None;
+                    }
                     continue 'merged;
                 }
             }
