@@ -105,6 +105,12 @@ pub struct SearchConfig {
     /// dismisses them; [`Search::policy_target`] takes those visits out of
     /// the training target again. 0 turns it off (KataGo uses 2).
     pub forced_playouts: f32,
+    /// The root's priors are raised to `1 / root_policy_temperature` and
+    /// normalised before any noise, where the root gets noise (KataGo's
+    /// root policy softmax temperature, 1.03 to 1.25 there): above 1 it
+    /// spreads a confident network's first visits over more moves, so the
+    /// recorded visits can correct it. 1 leaves the priors as they are.
+    pub root_policy_temperature: f32,
 }
 
 /// A [`SearchConfig`] field outside its range.
@@ -144,6 +150,9 @@ impl SearchConfig {
     /// Allowed `forced_playouts`: at 100 every move with a prior of 1% is
     /// forced to the visits of the best one, past any use.
     pub const FORCED_PLAYOUTS: RangeInclusive<f32> = 0.0..=100.0;
+    /// Allowed `root_policy_temperature`: past 10 the priors are all but
+    /// uniform, below 0.1 all but one-hot.
+    pub const ROOT_POLICY_TEMPERATURE: RangeInclusive<f32> = 0.1..=10.0;
 
     /// Checks every field against its range (the constants above).
     ///
@@ -175,7 +184,8 @@ impl SearchConfig {
         check("max_nodes", self.max_nodes, Self::MAX_NODES)?;
         check("solve_max_stones", self.solve_max_stones, Self::SOLVE_MAX_STONES)?;
         check("solve_nodes", self.solve_nodes, Self::SOLVE_NODES)?;
-        check("forced_playouts", self.forced_playouts, Self::FORCED_PLAYOUTS)
+        check("forced_playouts", self.forced_playouts, Self::FORCED_PLAYOUTS)?;
+        check("root_policy_temperature", self.root_policy_temperature, Self::ROOT_POLICY_TEMPERATURE)
     }
 }
 
@@ -198,6 +208,7 @@ impl Default for SearchConfig {
             solve_max_stones: 0,
             solve_nodes: 20_000,
             forced_playouts: 0.0,
+            root_policy_temperature: 1.0,
         }
     }
 }
@@ -246,6 +257,8 @@ pub struct SearchPatch {
     pub solve_nodes: Option<u64>,
     /// [`SearchConfig::forced_playouts`].
     pub forced_playouts: Option<f32>,
+    /// [`SearchConfig::root_policy_temperature`].
+    pub root_policy_temperature: Option<f32>,
 }
 
 impl SearchPatch {
@@ -263,6 +276,7 @@ impl SearchPatch {
             solve_max_stones,
             solve_nodes,
             forced_playouts,
+            root_policy_temperature,
         } = *self;
         SearchConfig {
             c_puct: c_puct.unwrap_or(base.c_puct),
@@ -276,6 +290,7 @@ impl SearchPatch {
             solve_max_stones: solve_max_stones.unwrap_or(base.solve_max_stones),
             solve_nodes: solve_nodes.unwrap_or(base.solve_nodes),
             forced_playouts: forced_playouts.unwrap_or(base.forced_playouts),
+            root_policy_temperature: root_policy_temperature.unwrap_or(base.root_policy_temperature),
         }
     }
 }
@@ -931,11 +946,28 @@ impl Search {
         }
     }
 
-    /// Mixes Dirichlet noise into the root priors, if configured. A
-    /// Dirichlet sample is independent Gamma(alpha, 1) draws, normalised;
-    /// drawing them directly works for any number of moves, one included.
+    /// Tempers the root priors ([`SearchConfig::root_policy_temperature`])
+    /// and mixes Dirichlet noise into them, if configured and this search's
+    /// roots get noise. A Dirichlet sample is independent Gamma(alpha, 1)
+    /// draws, normalised; drawing them directly works for any number of
+    /// moves, one included.
     fn add_root_noise(&mut self) {
-        let Some(gamma) = self.gamma.filter(|_| self.root_noise) else {
+        if !self.root_noise {
+            return;
+        }
+        let temperature = self.config.root_policy_temperature;
+        if temperature != 1.0 {
+            let range = self.tree.root().children();
+            let children = &mut self.tree.nodes[range];
+            let power = 1.0 / f64::from(temperature);
+            let sum: f64 = children.iter().map(|c| f64::from(c.prior).powf(power)).sum();
+            if sum.is_finite() && sum > 0.0 {
+                for c in children {
+                    c.prior = (f64::from(c.prior).powf(power) / sum) as f32;
+                }
+            }
+        }
+        let Some(gamma) = self.gamma else {
             return;
         };
         let eps = self.config.dirichlet_epsilon as f64;
@@ -1303,6 +1335,35 @@ mod tests {
         search.run(&mut UniformEvaluator::default(), 1, None).unwrap();
         let priors: Vec<f32> = search.root_children().map(|c| c.prior).collect();
         assert!(priors.iter().any(|&p| (p - priors[0]).abs() > 1e-4), "{priors:?}");
+    }
+
+    #[test]
+    fn the_root_policy_temperature_flattens_noised_roots_only() {
+        let position = midgame("8x8", 8);
+        let root_priors = |temperature: f32, noise: bool| {
+            let config = SearchConfig { root_policy_temperature: temperature, ..SearchConfig::default() };
+            let mut search = Search::new(config, 1);
+            search.set_root_noise(noise);
+            search.set_root(position);
+            // Priors 1, 2, 3, ... normalised.
+            let mut rising = ByMoveCount::new(|n| (0.0, (0..n).map(|m| (m + 1) as f32).collect()));
+            search.run(&mut rising, 1, None).unwrap();
+            search.root_children().map(|c| c.prior).collect::<Vec<f32>>()
+        };
+        let plain = root_priors(1.0, true);
+        assert!(plain.len() > 2);
+        let total = (plain.len() * (plain.len() + 1) / 2) as f32;
+        for (m, &p) in plain.iter().enumerate() {
+            assert!((p - (m + 1) as f32 / total).abs() < 1e-6, "{plain:?}");
+        }
+        assert_eq!(root_priors(2.0, false), plain, "a root without noise keeps its priors");
+        let warm = root_priors(2.0, true);
+        let norm: f32 = (1..=plain.len()).map(|m| (m as f32).sqrt()).sum();
+        for (m, &p) in warm.iter().enumerate() {
+            assert!((p - ((m + 1) as f32).sqrt() / norm).abs() < 1e-6, "{warm:?}");
+        }
+        let cold = root_priors(0.5, true);
+        assert!(cold[cold.len() - 1] > plain[plain.len() - 1] && cold[0] < plain[0], "sharper below 1");
     }
 
     /// Uniform priors and value 0 for `good` calls, then `value` and
