@@ -20,6 +20,10 @@ pub struct Args {
     backend: Backend,
     #[command(flatten)]
     shape: super::NetShape,
+    /// Train a soft policy output too (`network.soft_policy`), at its
+    /// default weight.
+    #[arg(long)]
+    soft_policy: bool,
     /// Samples per step, 1 to 4096.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=4096))]
     batch: u64,
@@ -39,15 +43,16 @@ pub struct Args {
 /// drawing them from a replay window is not timed.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let size = args.size;
-    let config = args.shape.config()?;
+    let config = args.shape.config()?.with_soft_policy(args.soft_policy);
     let samples = benchmark_batch(size, args.batch as usize);
     anyhow::ensure!(!samples.is_empty(), "a {size} board has no positions with a legal move to train on");
     let flop = 2.0 * 3.0 * config.multiply_adds(size.rows(), size.cols()) as f64;
     let mut out = super::stdout();
     writeln!(
         out,
-        "train {} ({} backend) on {size}, batch {}: {:.1} MFLOP a sample (forward and backward)",
+        "train {}{} ({} backend) on {size}, batch {}: {:.1} MFLOP a sample (forward and backward)",
         config.name(),
+        if config.soft_policy { " with a soft policy output" } else { "" },
         args.backend,
         samples.len(),
         flop / 1e6

@@ -37,11 +37,26 @@ pub struct NetConfig {
     pub value_channels: usize,
     /// Width of the value head's hidden layer.
     pub value_hidden: usize,
+    /// A second policy output beside the first, trained on the search's
+    /// visit distribution flattened to the power 1/4 (KataGo's auxiliary
+    /// soft policy target): its gradient reaches the shared layers from
+    /// every visited move, not only the few the sharp target ranks. Only
+    /// training reads it; play never computes it. Written to a checkpoint
+    /// header only when on, so networks without it keep their files.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub soft_policy: bool,
 }
 
 impl Default for NetConfig {
     fn default() -> NetConfig {
-        NetConfig { blocks: 4, channels: 48, policy_channels: 32, value_channels: 32, value_hidden: 64 }
+        NetConfig {
+            blocks: 4,
+            channels: 48,
+            policy_channels: 32,
+            value_channels: 32,
+            value_hidden: 64,
+            soft_policy: false,
+        }
     }
 }
 
@@ -90,6 +105,11 @@ impl NetConfig {
         NetConfig { value_hidden, ..self }
     }
 
+    /// With or without the soft policy output ([`NetConfig::soft_policy`]).
+    pub fn with_soft_policy(self, soft_policy: bool) -> NetConfig {
+        NetConfig { soft_policy, ..self }
+    }
+
     /// Allowed residual blocks: deeper towers than 40 do not train on a CPU.
     pub const BLOCKS: RangeInclusive<usize> = 0..=40;
     /// Allowed tower channels (b40c512 holds 190 M weights, 0.75 GB).
@@ -127,7 +147,7 @@ impl NetConfig {
         conv(INPUT_PLANES as u64, c, 3)
             + self.blocks as u64 * (2 * conv(c, c, 3) + 1)
             + conv(c, p, 3)
-            + conv(p, MOVE_KINDS as u64, 1)
+            + conv(p, MOVE_KINDS as u64, 1) * (1 + u64::from(self.soft_policy))
             + conv(c, v, 1)
             + (2 * v * h + h)
             + (h + 1)
@@ -138,8 +158,9 @@ impl NetConfig {
         format!("b{}c{}", self.blocks, self.channels)
     }
 
-    /// Multiply-adds of one forward pass on a `rows` x `cols` board (weights
-    /// only; biases, activations and pooling are a rounding error). Turns
+    /// Multiply-adds of one forward pass of play on a `rows` x `cols` board
+    /// (weights only; biases, activations and pooling are a rounding error;
+    /// the soft policy output is not computed in play). Turns
     /// positions/s into FLOP/s, so speeds compare across machines, nets and a
     /// core's own matrix-multiply ceiling (`konane bench-net`).
     pub fn multiply_adds(&self, rows: usize, cols: usize) -> u64 {
@@ -171,6 +192,7 @@ impl NetConfig {
                 .collect(),
             policy_hidden: conv(self.channels, self.policy_channels, 3),
             policy_out: conv(self.policy_channels, MOVE_KINDS, 1),
+            policy_soft: self.soft_policy.then(|| conv(self.policy_channels, MOVE_KINDS, 1)),
             value_conv: conv(self.channels, self.value_channels, 1),
             value_hidden: LinearConfig::new(2 * self.value_channels, self.value_hidden).init(device),
             value_out: LinearConfig::new(self.value_hidden, 1).init(device),
@@ -201,6 +223,8 @@ pub struct Net {
     pub(crate) blocks: Vec<ResidualBlock>,
     pub(crate) policy_hidden: Conv2d,
     pub(crate) policy_out: Conv2d,
+    /// The soft policy output ([`NetConfig::soft_policy`]), if trained.
+    pub(crate) policy_soft: Option<Conv2d>,
     pub(crate) value_conv: Conv2d,
     pub(crate) value_hidden: Linear,
     pub(crate) value_out: Linear,
@@ -217,7 +241,24 @@ impl Net {
             policy_channels: out(&self.policy_hidden),
             value_channels: out(&self.value_conv),
             value_hidden: self.value_hidden.weight.dims()[1],
+            soft_policy: self.policy_soft.is_some(),
         }
+    }
+
+    /// This network with a soft policy output of fresh weights (drawn by
+    /// [`crate::init_net`] from `seed`) when `on`, or without one: a run
+    /// that starts from a network of the other setting keeps every other
+    /// weight.
+    pub fn with_soft_policy(mut self, on: bool, device: &Device, seed: u64) -> Net {
+        match (on, self.policy_soft.is_some()) {
+            (true, false) => {
+                let shape = self.config().with_soft_policy(true).with_blocks(0);
+                self.policy_soft = crate::init_net(&shape, device, seed).policy_soft;
+            }
+            (false, true) => self.policy_soft = None,
+            _ => {}
+        }
+        self
     }
 
     /// Draws every lazily initialised parameter now (see [`crate::init_net`]).
@@ -273,14 +314,23 @@ impl Net {
     /// [`crate::encoding::move_index`]) and values `[batch]` in (-1, 1) for
     /// the side to move.
     pub fn forward(&self, planes: Tensor<4>) -> (Tensor<2>, Tensor<1>) {
+        let (policy, _, value) = self.forward_heads(planes, false);
+        (policy, value)
+    }
+
+    /// [`Net::forward`] with the soft policy logits as well (`None` without
+    /// that output, or when `soft` is false), for training.
+    pub(crate) fn forward_heads(&self, planes: Tensor<4>, soft: bool) -> (Tensor<2>, Option<Tensor<2>>, Tensor<1>) {
         let [batch, _, rows, cols] = planes.dims();
         let mut x = relu(self.stem.forward(planes));
         for block in &self.blocks {
             x = block.forward(x);
         }
         // [batch, MOVE_KINDS, rows, cols] → [batch, MOVE_KINDS * rows * cols]
-        let policy = self.policy_out.forward(relu(self.policy_hidden.forward(x.clone())));
-        let policy = policy.reshape([batch, MOVE_KINDS * rows * cols]);
+        let hidden = relu(self.policy_hidden.forward(x.clone()));
+        let flat = |logits: Tensor<4>| logits.reshape([batch, MOVE_KINDS * rows * cols]);
+        let soft_policy = self.policy_soft.as_ref().filter(|_| soft).map(|conv| flat(conv.forward(hidden.clone())));
+        let policy = flat(self.policy_out.forward(hidden));
         // Global mean and max pooling over the board, as KataGo does.
         let v = relu(self.value_conv.forward(x));
         let channels = v.dims()[1];
@@ -289,6 +339,6 @@ impl Net {
         let max = v.max_dim(2).reshape([batch, channels]);
         let pooled = Tensor::cat(vec![mean, max], 1);
         let value = self.value_out.forward(relu(self.value_hidden.forward(pooled)));
-        (policy, tanh(value).reshape([batch]))
+        (policy, soft_policy, tanh(value).reshape([batch]))
     }
 }

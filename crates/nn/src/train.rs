@@ -75,13 +75,26 @@ pub struct LearnerConfig {
     pub weight_decay: f32,
     /// Weight of the value loss against the policy loss.
     pub value_weight: f32,
+    /// Weight of the soft policy loss against the policy loss, for a
+    /// network with that output ([`crate::NetConfig::soft_policy`]). KataGo
+    /// uses 8: a flattened target's cross-entropy moves little.
+    pub soft_policy_weight: f32,
 }
 
 impl Default for LearnerConfig {
     fn default() -> Self {
-        LearnerConfig { optimizer: OptimizerKind::Adamw, weight_decay: 1e-4, value_weight: 1.0 }
+        LearnerConfig {
+            optimizer: OptimizerKind::Adamw,
+            weight_decay: 1e-4,
+            value_weight: 1.0,
+            soft_policy_weight: 8.0,
+        }
     }
 }
+
+/// The power the soft policy target raises the visit distribution to
+/// before normalising it again: KataGo's temperature of 4.
+pub const SOFT_POLICY_POWER: f32 = 0.25;
 
 /// Losses of one step (means over the batch).
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -95,6 +108,10 @@ pub struct Losses {
     /// Mean entropy of the policy targets: the floor of the policy loss
     /// (loss minus this is the KL divergence the training can remove).
     pub target_entropy: f32,
+    /// Soft policy cross-entropy (unweighted); 0 for a network without
+    /// that output.
+    #[serde(default)]
+    pub soft_policy: f32,
 }
 
 /// A batch turned into what the step reads: input planes, each position's
@@ -108,6 +125,9 @@ pub(crate) struct PreparedBatch {
     pub(crate) legal: Vec<u32>,
     /// The target probability of each legal move.
     pub(crate) targets: Vec<f32>,
+    /// The soft policy target of each legal move: the targets raised to
+    /// [`SOFT_POLICY_POWER`], summing to 1 over each position's moves.
+    pub(crate) soft_targets: Vec<f32>,
     pub(crate) values: Vec<f32>,
     /// Sum over the batch of the targets' entropies.
     pub(crate) target_entropy: f64,
@@ -151,6 +171,7 @@ impl PreparedBatch {
             starts: vec![0],
             legal: Vec::new(),
             targets: Vec::new(),
+            soft_targets: Vec::new(),
             values: Vec::with_capacity(n),
             target_entropy: 0.0,
         };
@@ -162,6 +183,12 @@ impl PreparedBatch {
                 data.legal.push(move_index(size, mv) as u32);
                 let target = sample.policy.iter().find(|(m, _)| *m == mv).map_or(0.0, |&(_, p)| p);
                 data.targets.push(target);
+                data.soft_targets.push(target.max(0.0).powf(SOFT_POLICY_POWER));
+            }
+            let soft = &mut data.soft_targets[data.starts[data.starts.len() - 1]..];
+            let sum: f32 = soft.iter().sum();
+            if sum > 0.0 {
+                soft.iter_mut().for_each(|t| *t /= sum);
             }
             data.starts.push(data.legal.len());
             for &(_, p) in &sample.policy {
@@ -178,28 +205,45 @@ impl PreparedBatch {
         self.values.len()
     }
 
-    /// As burn tensors on `device`: planes, dense targets, the mask (0 for
-    /// legal moves, -1e9 for the rest, added to the logits before the
-    /// softmax) and the value targets.
-    pub(crate) fn tensors(&self, device: &Device) -> (Tensor<4>, Tensor<2>, Tensor<2>, Tensor<1>) {
+    /// As burn tensors on `device`.
+    pub(crate) fn tensors(&self, device: &Device) -> BatchTensors {
         let (n, per) = (self.len(), policy_len(self.size));
         let mut targets = vec![0.0f32; n * per];
+        let mut soft_targets = vec![0.0f32; n * per];
         let mut mask = vec![-1e9f32; n * per];
         for i in 0..n {
             for j in self.starts[i]..self.starts[i + 1] {
                 let at = i * per + self.legal[j] as usize;
                 mask[at] = 0.0;
                 targets[at] = self.targets[j];
+                soft_targets[at] = self.soft_targets[j];
             }
         }
         let shape = [n, INPUT_PLANES, self.size.rows(), self.size.cols()];
-        (
-            Tensor::<4>::from_data(TensorData::new(self.planes.clone(), shape), device),
-            Tensor::<2>::from_data(TensorData::new(targets, [n, per]), device),
-            Tensor::<2>::from_data(TensorData::new(mask, [n, per]), device),
-            Tensor::<1>::from_data(TensorData::new(self.values.clone(), [n]), device),
-        )
+        let matrix = |values: Vec<f32>| Tensor::<2>::from_data(TensorData::new(values, [n, per]), device);
+        BatchTensors {
+            planes: Tensor::<4>::from_data(TensorData::new(self.planes.clone(), shape), device),
+            targets: matrix(targets),
+            soft_targets: matrix(soft_targets),
+            mask: matrix(mask),
+            values: Tensor::<1>::from_data(TensorData::new(self.values.clone(), [n]), device),
+        }
     }
+}
+
+/// A [`PreparedBatch`] as burn tensors.
+pub(crate) struct BatchTensors {
+    /// `[n, INPUT_PLANES, rows, cols]`.
+    pub(crate) planes: Tensor<4>,
+    /// `[n, policy_len]`: the policy targets, 0 off the legal moves.
+    pub(crate) targets: Tensor<2>,
+    /// `[n, policy_len]`: the soft policy targets.
+    pub(crate) soft_targets: Tensor<2>,
+    /// `[n, policy_len]`: 0 for legal moves, -1e9 for the rest, added to
+    /// the logits before the softmax.
+    pub(crate) mask: Tensor<2>,
+    /// `[n]`: the value targets.
+    pub(crate) values: Tensor<1>,
 }
 
 /// The network with its optimizer state, on the training engine its
@@ -284,6 +328,25 @@ impl Learner {
     }
 }
 
+/// The loss sums of `net` on a batch, each `[1]`: the policy cross-entropy,
+/// the soft policy cross-entropy (0 without that output) and the value
+/// squared error, then the entropy of the network's legal-move
+/// distribution (for the metrics).
+pub(crate) fn loss_sums(net: &Net, batch: BatchTensors) -> ([Tensor<1>; 3], Tensor<1>) {
+    let BatchTensors { planes, targets, soft_targets, mask, values } = batch;
+    let (logits, soft_logits, value) = net.forward_heads(planes, true);
+    let cross_entropy = |targets: Tensor<2>, log_probs: Tensor<2>| (targets * log_probs).sum_dim(1).neg().sum();
+    let log_probs = log_softmax(logits + mask.clone(), 1);
+    let policy = cross_entropy(targets, log_probs.clone());
+    let soft = match soft_logits {
+        Some(soft_logits) => cross_entropy(soft_targets, log_softmax(soft_logits + mask, 1)),
+        None => policy.zeros_like(),
+    };
+    let value = (value - values).powf_scalar(2.0).sum();
+    let entropy = (log_probs.clone().exp() * log_probs.clamp_min(-1e4)).sum_dim(1).neg().sum();
+    ([policy, soft, value], entropy)
+}
+
 /// The network on burn's autodiff device with burn's optimizer.
 struct BurnLearner {
     net: Option<Net>,
@@ -316,26 +379,26 @@ impl BurnLearner {
         let net = self.net.take().expect("net present between steps");
         let n: usize = groups.iter().map(PreparedBatch::len).sum();
         // Sums over each size's samples; one backward pass of their mean.
-        let mut sums: Option<(Tensor<1>, Tensor<1>, Tensor<1>)> = None;
+        let mut sums: Option<[Tensor<1>; 4]> = None;
         for data in groups {
-            let (input, targets, mask, value_targets) = data.tensors(&self.device);
-            let (logits, value) = net.forward(input);
-            let log_probs = log_softmax(logits + mask, 1);
-            let policy = (targets * log_probs.clone()).sum_dim(1).neg().sum();
-            let value = (value - value_targets).powf_scalar(2.0).sum();
-            // Entropy of the legal-move distribution, for the metrics.
-            let probs = log_probs.clone().exp();
-            let entropy = (probs * log_probs.clamp_min(-1e4)).sum_dim(1).neg().sum().detach();
+            let ([policy, soft, value], entropy) = loss_sums(&net, data.tensors(&self.device));
+            let group = [policy, soft, value, entropy.detach()];
             sums = Some(match sums {
-                None => (policy, value, entropy),
-                Some((p, v, e)) => (p + policy, v + value, e + entropy),
+                None => group,
+                Some([p, s, v, e]) => {
+                    let [policy, soft, value, entropy] = group;
+                    [p + policy, s + soft, v + value, e + entropy]
+                }
             });
         }
-        let (policy_sum, value_sum, entropy_sum) = sums.expect("a group");
+        let [policy_sum, soft_sum, value_sum, entropy_sum] = sums.expect("a group");
         let scale = 1.0 / n as f64;
         let policy_loss = policy_sum.mul_scalar(scale);
+        let soft_loss = soft_sum.mul_scalar(scale);
         let value_loss = value_sum.mul_scalar(scale);
-        let loss = policy_loss.clone() + value_loss.clone().mul_scalar(self.settings.value_weight);
+        let loss = policy_loss.clone()
+            + value_loss.clone().mul_scalar(self.settings.value_weight)
+            + soft_loss.clone().mul_scalar(self.settings.soft_policy_weight);
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         self.net = Some(self.optimizer.step(lr, net, grads));
 
@@ -346,6 +409,7 @@ impl BurnLearner {
             value: scalar(value_loss),
             policy_entropy: scalar(entropy_sum.mul_scalar(scale)),
             target_entropy: (target_entropy * scale) as f32,
+            soft_policy: scalar(soft_loss),
         }
     }
 

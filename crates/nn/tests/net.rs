@@ -162,6 +162,36 @@ fn save_then_load_gives_identical_outputs() {
     assert_eq!(before, after, "bit-identical after a round trip");
 }
 
+#[test]
+fn a_soft_policy_output_is_saved_only_when_on_and_play_never_reads_it() {
+    use konane_nn::encoding::MOVE_KINDS;
+    let temp = tempfile::tempdir().unwrap();
+    let device = Backend::Flex.device();
+    let plain = init_net(&tiny(), &device, 9);
+    let soft = plain.clone().with_soft_policy(true, &device, 4);
+    let config = tiny().with_soft_policy(true);
+    assert_eq!(soft.config(), config);
+    let extra = config.policy_channels * MOVE_KINDS + MOVE_KINDS;
+    assert_eq!(soft.num_params(), plain.num_params() + extra);
+    assert_eq!(config.parameters(), soft.num_params() as u64);
+    assert_eq!(config.multiply_adds(8, 8), tiny().multiply_adds(8, 8), "play does not compute it");
+    // Saved and loaded with its head; a network without one writes no
+    // trace of the setting, so its files stay as they were.
+    let (soft_path, plain_path) = (temp.path().join("soft.knet"), temp.path().join("plain.knet"));
+    checkpoint::save(&soft, &header(&config), &soft_path).unwrap();
+    checkpoint::save(&plain, &header(&tiny()), &plain_path).unwrap();
+    let (loaded, read_header) = checkpoint::load(&soft_path, &device).unwrap();
+    assert!(read_header.net.soft_policy && loaded.config().soft_policy);
+    let contains = |path: &std::path::Path| fs::read(path).unwrap().windows(11).any(|w| w == b"soft_policy");
+    assert!(contains(&soft_path) && !contains(&plain_path));
+    // Play reads the same outputs with or without it, and dropping it
+    // gives back the plain network.
+    let batch = positions("6x6".parse().unwrap(), 6);
+    let outputs = |net| NetEvaluator::new(net, device.clone()).forward(&batch);
+    assert_eq!(outputs(loaded.clone()), outputs(plain.clone()));
+    assert_eq!(loaded.with_soft_policy(false, &device, 0).config(), tiny());
+}
+
 /// `file` with its header replaced by `header` (lengths and checksum made
 /// right), whatever the weights it holds.
 fn with_header(file: &[u8], header: &NetHeader) -> Vec<u8> {

@@ -113,6 +113,10 @@ pub struct PartialIteration {
     /// `f64::to_bits` of the sums over the steps taken of the policy loss,
     /// value loss, policy entropy and target entropy.
     pub loss_sums: [u64; 4],
+    /// `f64::to_bits` of the sum of the soft policy loss over the steps
+    /// taken (0 without that output).
+    #[serde(default)]
+    pub soft_policy_sum: u64,
     /// Samples trained on so far.
     pub trained_samples: u64,
     /// Seconds of self-play.

@@ -63,6 +63,7 @@ pub fn train_steps<R: Rng + ?Sized>(
             ("value loss", losses.value),
             ("policy entropy", losses.policy_entropy),
             ("target entropy", losses.target_entropy),
+            ("soft policy loss", losses.soft_policy),
         ];
         if let Some((name, value)) = named.iter().find(|(_, v)| !v.is_finite()) {
             return Err(TrainError::Diverged {

@@ -529,8 +529,23 @@ fn a_run_can_start_from_another_runs_network() {
     // anything is written.
     config.network.channels = 16;
     let third = root.path().join("third");
-    let err = train(TrainOptions { init_from: Some(first.clone()), ..options(Some(config), &third) }).unwrap_err();
+    let err =
+        train(TrainOptions { init_from: Some(first.clone()), ..options(Some(config.clone()), &third) }).unwrap_err();
     let err = err.to_string();
     assert!(err.contains("b1c8") && err.contains("b1c16"), "{err}");
     assert!(!third.exists());
+    // The soft policy output is not part of that: a run that trains one
+    // starts from the same network with a fresh output beside it.
+    config.network.channels = 8;
+    config.network.soft_policy = true;
+    let soft = root.path().join("soft");
+    train(TrainOptions { init_from: Some(first.clone()), ..options(Some(config), &soft) }).unwrap();
+    let start = soft.join("checkpoints/iter-000000/net.knet");
+    assert!(same(&latest_net(&start), &source), "play reads the same network");
+    let header = konane_nn::checkpoint::read_header(&konane_nn::checkpoint::resolve(&soft).unwrap()).unwrap();
+    assert!(header.net.soft_policy);
+    let metrics = metrics_without_timing(&soft);
+    let soft_loss = metrics[0]["soft_policy_loss"].as_f64().unwrap();
+    assert!(soft_loss > 0.0 && soft_loss.is_finite(), "{soft_loss}");
+    assert!(metrics_without_timing(&second)[0].get("soft_policy_loss").is_none());
 }

@@ -118,6 +118,8 @@ struct Layout {
     blocks: Vec<(Conv3, Conv3, usize)>,
     policy_hidden: Conv3,
     policy_out: Dense,
+    /// The soft policy output, if the network has one.
+    policy_soft: Option<Dense>,
     value_conv: Dense,
     value_hidden: Dense,
     value_out: Dense,
@@ -171,6 +173,7 @@ impl Layout {
             blocks,
             policy_hidden: conv3("policy_hidden"),
             policy_out: conv1("policy_out"),
+            policy_soft: parameters.paths.iter().any(|p| p == "policy_soft.weight").then(|| conv1("policy_soft")),
             value_conv: conv1("value_conv"),
             value_hidden: linear("value_hidden"),
             value_out: linear("value_out"),
@@ -182,7 +185,7 @@ impl Layout {
         for conv in convs {
             layout.kinds[conv.weight] = Kind::Winograd { inputs: conv.inputs, outputs: conv.outputs };
         }
-        for dense in [layout.policy_out, layout.value_conv] {
+        for dense in [layout.policy_out, layout.value_conv].into_iter().chain(layout.policy_soft) {
             layout.kinds[dense.weight] = Kind::Transposed { inputs: dense.inputs, outputs: dense.outputs };
         }
         layout
@@ -245,6 +248,7 @@ impl Layout {
 struct Slot {
     grads: Vec<Vec<f32>>,
     policy: f64,
+    soft: f64,
     value: f64,
     entropy: f64,
 }
@@ -256,7 +260,7 @@ impl Slot {
             grad.clear();
             grad.resize(size, 0.0);
         }
-        (self.policy, self.value, self.entropy) = (0.0, 0.0, 0.0);
+        (self.policy, self.soft, self.value, self.entropy) = (0.0, 0.0, 0.0, 0.0);
     }
 }
 
@@ -275,6 +279,7 @@ struct Workspace {
     branch: Vec<Vec<f32>>,
     policy_hidden: Vec<f32>,
     logits: Vec<f32>,
+    soft_logits: Vec<f32>,
     value_planes: Vec<f32>,
     pooled: Vec<f32>,
     argmax: Vec<u32>,
@@ -287,6 +292,7 @@ struct Workspace {
     d_hidden: Vec<f32>,
     d_policy_hidden: Vec<f32>,
     d_logits: Vec<f32>,
+    d_soft_logits: Vec<f32>,
     d_value_planes: Vec<f32>,
     d_pooled: Vec<f32>,
     d_value_hidden: Vec<f32>,
@@ -317,9 +323,12 @@ impl Workspace {
         }
         let (p, v, h) = (layout.policy_hidden.outputs, layout.value_conv.outputs, layout.value_hidden.outputs);
         let tiles = batch * geometry.tiles_per_position();
+        let soft = if layout.policy_soft.is_some() { padded * MOVE_KINDS } else { 0 };
         for (buffer, len) in [
             (&mut self.policy_hidden, padded * p),
             (&mut self.logits, padded * MOVE_KINDS),
+            (&mut self.soft_logits, soft),
+            (&mut self.d_soft_logits, soft),
             (&mut self.value_planes, padded * v),
             (&mut self.pooled, batch * 2 * v),
             (&mut self.value_hidden, batch * h),
@@ -350,6 +359,7 @@ struct Model<'a> {
     layout: &'a Layout,
     weights: &'a [Vec<f32>],
     value_weight: f32,
+    soft_policy_weight: f32,
 }
 
 impl Model<'_> {
@@ -499,6 +509,9 @@ impl Model<'_> {
         let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
         self.conv_forward(layout.policy_hidden, shape, tower, &mut ws.policy_hidden, true, scratch);
         self.dense_forward(layout.policy_out, rows_padded, &ws.policy_hidden, &mut ws.logits, false);
+        if let Some(soft) = layout.policy_soft {
+            self.dense_forward(soft, rows_padded, &ws.policy_hidden, &mut ws.soft_logits, false);
+        }
         self.dense_forward(layout.value_conv, rows_padded, tower, &mut ws.value_planes, true);
         let v = layout.value_conv.outputs;
         for b in 0..batch {
@@ -525,6 +538,10 @@ impl Model<'_> {
         // Losses and their gradients at the outputs.
         let d_logits = &mut ws.d_logits[..rows_padded * MOVE_KINDS];
         d_logits.fill(0.0);
+        let soft_scale = self.soft_policy_weight * scale;
+        if layout.policy_soft.is_some() {
+            ws.d_soft_logits[..rows_padded * MOVE_KINDS].fill(0.0);
+        }
         for b in 0..batch {
             let i = range.start + b;
             let moves = data.starts[i]..data.starts[i + 1];
@@ -532,17 +549,15 @@ impl Model<'_> {
                 let (kind, cell) = (index as usize / cells, index as usize % cells);
                 geometry.padded_index(b, cell / cols, cell % cols) * MOVE_KINDS + kind
             };
-            let max = data.legal[moves.clone()].iter().map(|&m| ws.logits[at(m)]).fold(f32::NEG_INFINITY, f32::max);
-            let sum: f32 = data.legal[moves.clone()].iter().map(|&m| (ws.logits[at(m)] - max).exp()).sum();
-            let log_sum = max + sum.ln();
-            let target_sum: f32 = data.targets[moves.clone()].iter().sum();
-            for j in moves {
-                let at = at(data.legal[j]);
-                let log_p = ws.logits[at] - log_sum;
-                let (p, t) = (log_p.exp(), data.targets[j]);
-                slot.policy -= f64::from(t * log_p);
-                slot.entropy -= f64::from(p * log_p.max(-1e4));
-                d_logits[at] = (p * target_sum - t) * scale;
+            let legal = moves.clone().map(|j| at(data.legal[j]));
+            let targets = &data.targets[moves.clone()];
+            let (policy, entropy) = cross_entropy(&ws.logits, legal.clone(), targets, d_logits, scale);
+            slot.policy += policy;
+            slot.entropy += entropy;
+            if layout.policy_soft.is_some() {
+                let soft_targets = &data.soft_targets[moves];
+                let d_soft = &mut ws.d_soft_logits[..];
+                slot.soft += cross_entropy(&ws.soft_logits, legal, soft_targets, d_soft, soft_scale).0;
             }
             let value = ws.values[b].tanh();
             let diff = value - data.values[i];
@@ -590,7 +605,12 @@ impl Model<'_> {
         let tower = &ws.acts[layout.blocks.len()];
         self.dense_backward(layout.value_conv, rows_padded, tower, d_planes, grads, Some(&mut ws.d_act), false);
         let d_hidden = &mut ws.d_policy_hidden;
+        let d_logits = &ws.d_logits;
         self.dense_backward(layout.policy_out, rows_padded, &ws.policy_hidden, d_logits, grads, Some(d_hidden), false);
+        if let Some(soft) = layout.policy_soft {
+            let d_soft = &ws.d_soft_logits;
+            self.dense_backward(soft, rows_padded, &ws.policy_hidden, d_soft, grads, Some(d_hidden), true);
+        }
         let width = layout.policy_hidden.outputs;
         relu_backward(&mut d_hidden[..rows_padded * width], &ws.policy_hidden);
         let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
@@ -612,6 +632,32 @@ impl Model<'_> {
         let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
         self.conv_backward(layout.stem, shape, &ws.input, &ws.d_act, grads, None, scratch);
     }
+}
+
+/// The cross-entropy of `targets` (summing to at most 1) against the
+/// softmax of `logits` over the entries `legal`, and the entropy of that
+/// softmax; writes the loss's gradient times `scale` at `legal` in
+/// `d_logits`.
+fn cross_entropy(
+    logits: &[f32],
+    legal: impl Iterator<Item = usize> + Clone,
+    targets: &[f32],
+    d_logits: &mut [f32],
+    scale: f32,
+) -> (f64, f64) {
+    let max = legal.clone().map(|at| logits[at]).fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = legal.clone().map(|at| (logits[at] - max).exp()).sum();
+    let log_sum = max + sum.ln();
+    let target_sum: f32 = targets.iter().sum();
+    let (mut loss, mut entropy) = (0.0, 0.0);
+    for (at, &t) in legal.zip(targets) {
+        let log_p = logits[at] - log_sum;
+        let p = log_p.exp();
+        loss -= f64::from(t * log_p);
+        entropy -= f64::from(p * log_p.max(-1e4));
+        d_logits[at] = (p * target_sum - t) * scale;
+    }
+    (loss, entropy)
 }
 
 /// The optimizer's state over the burn-layout parameters.
@@ -704,7 +750,12 @@ impl NativeLearner {
         if self.slots.len() < chunks {
             self.slots.resize_with(chunks, Slot::default);
         }
-        let model = Model { layout, weights: &self.weights, value_weight: self.settings.value_weight };
+        let model = Model {
+            layout,
+            weights: &self.weights,
+            value_weight: self.settings.value_weight,
+            soft_policy_weight: self.settings.soft_policy_weight,
+        };
         let sizes = &self.native_sizes;
         let mut rest = &mut self.slots[..chunks];
         for data in groups {
@@ -750,6 +801,7 @@ impl NativeLearner {
                 }
             }
             first.policy += slot.policy;
+            first.soft += slot.soft;
             first.value += slot.value;
             first.entropy += slot.entropy;
         }
@@ -761,6 +813,7 @@ impl NativeLearner {
             value: (first.value / n) as f32,
             policy_entropy: (first.entropy / n) as f32,
             target_entropy: (target_entropy / n) as f32,
+            soft_policy: (first.soft / n) as f32,
         }
     }
 
@@ -906,11 +959,10 @@ mod tests {
     use super::*;
     use crate::init_net;
     use crate::model::NetConfig;
-    use crate::train::{Learner, Sample};
+    use crate::train::{Learner, Sample, loss_sums};
     use burn::module::ModuleVisitor;
     use burn::optim::GradientsParams;
     use burn::tensor::Device;
-    use burn::tensor::activation::log_softmax;
     use konane_rules::Size;
     use konane_rules::sample::cycled_positions;
 
@@ -946,15 +998,12 @@ mod tests {
 
     /// burn's gradients of the same loss, in the same order as
     /// [`Parameters`].
-    fn burn_gradients(net: &Net, data: &PreparedBatch, value_weight: f32) -> (Vec<Vec<f32>>, f32) {
+    fn burn_gradients(net: &Net, data: &PreparedBatch, settings: LearnerConfig) -> (Vec<Vec<f32>>, f32) {
         let device = Device::flex().autodiff();
         let net = net.clone().to_device(&device).train();
-        let (input, targets, mask, value_targets) = data.tensors(&device);
-        let (logits, value) = net.forward(input);
-        let log_probs = log_softmax(logits + mask, 1);
-        let policy_loss = (targets * log_probs).sum_dim(1).neg().mean();
-        let value_loss = (value - value_targets).powf_scalar(2.0).mean();
-        let loss = policy_loss + value_loss.mul_scalar(value_weight);
+        let ([policy, soft, value], _) = loss_sums(&net, data.tensors(&device));
+        let weighted = policy + value.mul_scalar(settings.value_weight) + soft.mul_scalar(settings.soft_policy_weight);
+        let loss = weighted.div_scalar(data.len() as f64);
         let loss_value = loss.clone().into_data().try_to_vec::<f32>().unwrap()[0];
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         struct Collect<'a> {
@@ -972,35 +1021,92 @@ mod tests {
         (collect.out, loss_value)
     }
 
+    /// `samples` with the first move of every position of several moves
+    /// given no visits, as a search's target often has.
+    fn with_unvisited_moves(mut samples: Vec<Sample>) -> Vec<Sample> {
+        for sample in &mut samples {
+            if sample.policy.len() > 1 {
+                sample.policy[0].1 = 0.0;
+                let total: f32 = sample.policy.iter().map(|&(_, p)| p).sum();
+                sample.policy.iter_mut().for_each(|(_, p)| *p /= total);
+            }
+        }
+        samples
+    }
+
     #[test]
     fn gradients_match_burns_autograd_on_every_shape_of_board() {
-        let net = gated_net(2, 12, 4);
-        let settings = LearnerConfig { value_weight: 1.5, ..LearnerConfig::default() };
-        let mut learner = NativeLearner::new(&net, settings);
-        // Even and odd sides, a single row, a rectangle, a batch cut into
-        // several chunks (4x4 has 4 tiles: 128 positions a chunk).
-        for (size, n) in [("8x8", 6), ("5x7", 5), ("1x6", 3), ("3x3", 4), ("13x20", 2), ("4x4", 300)] {
-            let size: Size = size.parse().unwrap();
-            let samples = batch(size, n);
-            let data = PreparedBatch::new(&samples);
-            let losses = learner.gradient(std::slice::from_ref(&data));
-            let (expected, burn_loss) = burn_gradients(&net, &data, settings.value_weight);
-            let native_loss = losses.policy + settings.value_weight * losses.value;
-            assert!((native_loss - burn_loss).abs() < 1e-4 * burn_loss.abs().max(1.0), "{size}: loss");
-            for ((path, got), want) in learner.parameters.paths.iter().zip(&learner.grads).zip(&expected) {
-                let scale = want.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-                let worst = got.iter().zip(want).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
-                assert!(worst <= 2e-4 * scale.max(1e-3), "{size}: {path} off by {worst} (largest {scale})");
-                assert!(scale > 0.0 || path.contains("gate"), "{size}: {path} has a zero gradient");
+        let plain = gated_net(2, 12, 4);
+        let soft = plain.clone().with_soft_policy(true, &Device::flex(), 7);
+        for net in [plain, soft] {
+            let has_soft = net.config().soft_policy;
+            let settings = LearnerConfig { value_weight: 1.5, soft_policy_weight: 3.0, ..LearnerConfig::default() };
+            let mut learner = NativeLearner::new(&net, settings);
+            assert_eq!(learner.layout.policy_soft.is_some(), has_soft);
+            // Even and odd sides, a single row, a rectangle, a batch cut into
+            // several chunks (4x4 has 4 tiles: 128 positions a chunk).
+            for (size, n) in [("8x8", 6), ("5x7", 5), ("1x6", 3), ("3x3", 4), ("13x20", 2), ("4x4", 300)] {
+                let size: Size = size.parse().unwrap();
+                let samples = with_unvisited_moves(batch(size, n));
+                let data = PreparedBatch::new(&samples);
+                let losses = learner.gradient(std::slice::from_ref(&data));
+                assert_eq!(losses.soft_policy > 0.0, has_soft, "{size}: {losses:?}");
+                let (expected, burn_loss) = burn_gradients(&net, &data, settings);
+                let native_loss = losses.policy
+                    + settings.value_weight * losses.value
+                    + settings.soft_policy_weight * losses.soft_policy;
+                assert!((native_loss - burn_loss).abs() < 1e-4 * burn_loss.abs().max(1.0), "{size}: loss");
+                for ((path, got), want) in learner.parameters.paths.iter().zip(&learner.grads).zip(&expected) {
+                    let scale = want.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+                    let worst = got.iter().zip(want).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+                    assert!(worst <= 2e-4 * scale.max(1e-3), "{size}: {path} off by {worst} (largest {scale})");
+                    assert!(scale > 0.0 || path.contains("gate"), "{size}: {path} has a zero gradient");
+                }
             }
         }
     }
 
     #[test]
+    fn the_soft_target_is_the_visits_flattened_and_only_trains_the_shared_layers_through_its_head() {
+        let samples = with_unvisited_moves(batch("6x6".parse().unwrap(), 5));
+        let data = PreparedBatch::new(&samples);
+        for i in 0..data.len() {
+            let moves = data.starts[i]..data.starts[i + 1];
+            let (targets, soft) = (&data.targets[moves.clone()], &data.soft_targets[moves]);
+            assert!((soft.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+            let (t_max, s_max) =
+                (targets.iter().fold(0.0f32, |m, &t| m.max(t)), soft.iter().fold(0.0f32, |m, &s| m.max(s)));
+            for (&t, &s) in targets.iter().zip(soft) {
+                assert_eq!(t == 0.0, s == 0.0, "unvisited moves stay unvisited");
+                // Flatter: each ratio to the most visited move is its fourth root.
+                assert!((s / s_max - (t / t_max).powf(0.25)).abs() < 1e-5, "{t} -> {s}");
+            }
+        }
+        // The soft loss changes the shared layers' gradient, and the main
+        // policy output's gradient not at all.
+        let net = gated_net(1, 8, 3).with_soft_policy(true, &Device::flex(), 1);
+        let gradients = |weight: f32| {
+            let settings = LearnerConfig { soft_policy_weight: weight, ..LearnerConfig::default() };
+            let mut learner = NativeLearner::new(&net, settings);
+            learner.gradient(std::slice::from_ref(&data));
+            learner.parameters.paths.iter().cloned().zip(learner.grads).collect::<Vec<_>>()
+        };
+        let (without, with) = (gradients(0.0), gradients(8.0));
+        for ((path, a), (_, b)) in without.iter().zip(&with) {
+            let same = a == b;
+            let expected_same = path.starts_with("policy_out.") || path.starts_with("value_");
+            assert_eq!(same, expected_same, "{path}");
+        }
+    }
+
+    #[test]
     fn a_step_matches_burns_optimizers_and_threads_change_nothing() {
-        let net = gated_net(1, 8, 9);
-        let samples = batch("6x6".parse().unwrap(), 40);
-        for optimizer in [OptimizerKind::Adamw, OptimizerKind::Sgd] {
+        let plain = gated_net(1, 8, 9);
+        let soft = plain.clone().with_soft_policy(true, &Device::flex(), 2);
+        let samples = with_unvisited_moves(batch("6x6".parse().unwrap(), 40));
+        for (net, optimizer) in
+            [(&plain, OptimizerKind::Adamw), (&plain, OptimizerKind::Sgd), (&soft, OptimizerKind::Adamw)]
+        {
             let settings = LearnerConfig { optimizer, ..LearnerConfig::default() };
             let mut burn = Learner::new(net.clone(), crate::Backend::Flex, settings);
             let mut one = Learner::new(net.clone(), crate::Backend::Native, settings);
@@ -1012,6 +1118,7 @@ mod tests {
                 let t = two.step(&samples, 1e-2);
                 assert_eq!(o, t, "{optimizer:?}: threads change the losses");
                 assert!((b.policy - o.policy).abs() < 1e-4 && (b.value - o.value).abs() < 1e-4, "{optimizer:?}");
+                assert!((b.soft_policy - o.soft_policy).abs() < 1e-4, "{optimizer:?}: {b:?} {o:?}");
             }
             let device = Device::flex();
             let weights = |learner: &Learner| Parameters::read(&learner.inference_net(&device)).values;
@@ -1019,7 +1126,7 @@ mod tests {
             assert_eq!(o, t, "{optimizer:?}: threads change the weights");
             let worst = b.iter().flatten().zip(o.iter().flatten()).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
             assert!(worst < 1e-4, "{optimizer:?}: weights differ from burn's by {worst}");
-            let moved = Parameters::read(&net).values.iter().flatten().zip(o.iter().flatten()).any(|(x, y)| x != y);
+            let moved = Parameters::read(net).values.iter().flatten().zip(o.iter().flatten()).any(|(x, y)| x != y);
             assert!(moved, "the step changed the weights");
         }
     }
