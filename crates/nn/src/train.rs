@@ -77,7 +77,9 @@ pub struct LearnerConfig {
     pub value_weight: f32,
     /// Weight of the soft policy loss against the policy loss, for a
     /// network with that output ([`crate::NetConfig::soft_policy`]). KataGo
-    /// uses 8: a flattened target's cross-entropy moves little.
+    /// uses 8; on 6x6 at b4c48, 8 took the tower from the value head and
+    /// cost strength, 1 did not
+    /// (`docs/experiments/2026-12-05-soft-policy-6x6.md`).
     pub soft_policy_weight: f32,
 }
 
@@ -87,7 +89,7 @@ impl Default for LearnerConfig {
             optimizer: OptimizerKind::Adamw,
             weight_decay: 1e-4,
             value_weight: 1.0,
-            soft_policy_weight: 8.0,
+            soft_policy_weight: 1.0,
         }
     }
 }
