@@ -734,7 +734,7 @@ impl Search {
                 self.simulations = 0;
                 self.mark_terminal_root();
                 if self.tree.root().state == State::Expanded {
-                    self.add_root_noise();
+                    self.prepare_root_priors();
                 }
             }
             None => self.set_root(position),
@@ -942,7 +942,7 @@ impl Search {
         let ok = sum.is_finite() && sum > 0.0;
         self.tree.expand(node, &self.moves, priors.iter().map(|&p| if ok { p.max(0.0) / sum } else { uniform }));
         if node == ROOT {
-            self.add_root_noise();
+            self.prepare_root_priors();
         }
     }
 
@@ -951,7 +951,7 @@ impl Search {
     /// roots get noise. A Dirichlet sample is independent Gamma(alpha, 1)
     /// draws, normalised; drawing them directly works for any number of
     /// moves, one included.
-    fn add_root_noise(&mut self) {
+    fn prepare_root_priors(&mut self) {
         if !self.root_noise {
             return;
         }

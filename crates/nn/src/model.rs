@@ -80,6 +80,17 @@ impl NetConfig {
         NetConfig::default()
     }
 
+    /// b1c8 with four-channel heads: the smallest network that still has
+    /// every layer, which tests train, save and serve in milliseconds.
+    pub fn tiny() -> NetConfig {
+        NetConfig::new()
+            .with_blocks(1)
+            .with_channels(8)
+            .with_policy_channels(4)
+            .with_value_channels(4)
+            .with_value_hidden(8)
+    }
+
     /// With `blocks` residual blocks.
     pub fn with_blocks(self, blocks: usize) -> NetConfig {
         NetConfig { blocks, ..self }

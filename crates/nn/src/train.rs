@@ -128,7 +128,8 @@ pub(crate) struct PreparedBatch {
     /// The target probability of each legal move.
     pub(crate) targets: Vec<f32>,
     /// The soft policy target of each legal move: the targets raised to
-    /// [`SOFT_POLICY_POWER`], summing to 1 over each position's moves.
+    /// [`SOFT_POLICY_POWER`], summing to 1 over each position's moves;
+    /// empty unless asked for.
     pub(crate) soft_targets: Vec<f32>,
     pub(crate) values: Vec<f32>,
     /// Sum over the batch of the targets' entropies.
@@ -143,15 +144,16 @@ impl PreparedBatch {
         assert!(!batch.is_empty(), "empty training batch");
         let size = batch[0].position.size();
         assert!(batch.iter().all(|s| s.position.size() == size), "one board size per batch");
-        PreparedBatch::of_size(size, batch)
+        PreparedBatch::of_size(size, batch, true)
     }
 
     /// `batch` split by board size into one batch per size, in the order
-    /// the sizes first appear (each keeping its samples' order).
+    /// the sizes first appear (each keeping its samples' order), with soft
+    /// policy targets when `soft` (for a network with that output).
     ///
     /// # Panics
     /// On an empty batch.
-    pub(crate) fn by_size(batch: &[Sample]) -> Vec<PreparedBatch> {
+    pub(crate) fn by_size(batch: &[Sample], soft: bool) -> Vec<PreparedBatch> {
         assert!(!batch.is_empty(), "empty training batch");
         let mut sizes: Vec<Size> = Vec::new();
         for sample in batch {
@@ -159,11 +161,11 @@ impl PreparedBatch {
                 sizes.push(sample.position.size());
             }
         }
-        sizes.into_iter().map(|size| PreparedBatch::of_size(size, batch)).collect()
+        sizes.into_iter().map(|size| PreparedBatch::of_size(size, batch, soft)).collect()
     }
 
     /// The samples of `batch` whose board is `size`, in order.
-    fn of_size(size: Size, batch: &[Sample]) -> PreparedBatch {
+    fn of_size(size: Size, batch: &[Sample], soft: bool) -> PreparedBatch {
         let samples = || batch.iter().filter(move |s| s.position.size() == size);
         let n = samples().count();
         let cells = size.cells();
@@ -185,12 +187,15 @@ impl PreparedBatch {
                 data.legal.push(move_index(size, mv) as u32);
                 let target = sample.policy.iter().find(|(m, _)| *m == mv).map_or(0.0, |&(_, p)| p);
                 data.targets.push(target);
-                data.soft_targets.push(target.max(0.0).powf(SOFT_POLICY_POWER));
             }
-            let soft = &mut data.soft_targets[data.starts[data.starts.len() - 1]..];
-            let sum: f32 = soft.iter().sum();
-            if sum > 0.0 {
-                soft.iter_mut().for_each(|t| *t /= sum);
+            if soft {
+                let start = data.soft_targets.len();
+                data.soft_targets.extend(data.targets[start..].iter().map(|t| t.max(0.0).powf(SOFT_POLICY_POWER)));
+                let flattened = &mut data.soft_targets[start..];
+                let sum: f32 = flattened.iter().sum();
+                if sum > 0.0 {
+                    flattened.iter_mut().for_each(|t| *t /= sum);
+                }
             }
             data.starts.push(data.legal.len());
             for &(_, p) in &sample.policy {
@@ -210,15 +215,18 @@ impl PreparedBatch {
     /// As burn tensors on `device`.
     pub(crate) fn tensors(&self, device: &Device) -> BatchTensors {
         let (n, per) = (self.len(), policy_len(self.size));
+        let soft = !self.soft_targets.is_empty();
         let mut targets = vec![0.0f32; n * per];
-        let mut soft_targets = vec![0.0f32; n * per];
+        let mut soft_targets = vec![0.0f32; if soft { n * per } else { 0 }];
         let mut mask = vec![-1e9f32; n * per];
         for i in 0..n {
             for j in self.starts[i]..self.starts[i + 1] {
                 let at = i * per + self.legal[j] as usize;
                 mask[at] = 0.0;
                 targets[at] = self.targets[j];
-                soft_targets[at] = self.soft_targets[j];
+                if soft {
+                    soft_targets[at] = self.soft_targets[j];
+                }
             }
         }
         let shape = [n, INPUT_PLANES, self.size.rows(), self.size.cols()];
@@ -226,7 +234,7 @@ impl PreparedBatch {
         BatchTensors {
             planes: Tensor::<4>::from_data(TensorData::new(self.planes.clone(), shape), device),
             targets: matrix(targets),
-            soft_targets: matrix(soft_targets),
+            soft_targets: soft.then(|| matrix(soft_targets)),
             mask: matrix(mask),
             values: Tensor::<1>::from_data(TensorData::new(self.values.clone(), [n]), device),
         }
@@ -239,8 +247,8 @@ pub(crate) struct BatchTensors {
     pub(crate) planes: Tensor<4>,
     /// `[n, policy_len]`: the policy targets, 0 off the legal moves.
     pub(crate) targets: Tensor<2>,
-    /// `[n, policy_len]`: the soft policy targets.
-    pub(crate) soft_targets: Tensor<2>,
+    /// `[n, policy_len]`: the soft policy targets, if prepared.
+    pub(crate) soft_targets: Option<Tensor<2>>,
     /// `[n, policy_len]`: 0 for legal moves, -1e9 for the rest, added to
     /// the logits before the softmax.
     pub(crate) mask: Tensor<2>,
@@ -252,6 +260,9 @@ pub(crate) struct BatchTensors {
 /// [`Backend`] names.
 pub struct Learner {
     engine: Engine,
+    /// Whether the network has a soft policy output (its batches then
+    /// carry soft targets).
+    soft_policy: bool,
 }
 
 enum Engine {
@@ -265,13 +276,14 @@ impl Learner {
     /// Trains `net` on `backend`'s training engine: the native kernels for
     /// [`Backend::Native`], burn's autodiff for the others.
     pub fn new(net: Net, backend: Backend, settings: LearnerConfig) -> Learner {
+        let soft_policy = net.config().soft_policy;
         let engine = match backend {
             Backend::Native => Engine::Native(Box::new(NativeLearner::new(&net, settings))),
             Backend::Flex | Backend::Ndarray | Backend::Wgpu | Backend::Cuda => {
                 Engine::Burn(Box::new(BurnLearner::new(net, backend, settings)))
             }
         };
-        Learner { engine }
+        Learner { engine, soft_policy }
     }
 
     /// Threads each step may use. The native engine splits a batch over
@@ -299,7 +311,7 @@ impl Learner {
     /// # Panics
     /// On an empty batch.
     pub fn step(&mut self, batch: &[Sample], lr: f64) -> Losses {
-        let groups = PreparedBatch::by_size(batch);
+        let groups = PreparedBatch::by_size(batch, self.soft_policy);
         match &mut self.engine {
             Engine::Burn(burn) => burn.step(&groups, lr),
             Engine::Native(native) => native.step(&groups, lr),
@@ -336,13 +348,13 @@ impl Learner {
 /// distribution (for the metrics).
 pub(crate) fn loss_sums(net: &Net, batch: BatchTensors) -> ([Tensor<1>; 3], Tensor<1>) {
     let BatchTensors { planes, targets, soft_targets, mask, values } = batch;
-    let (logits, soft_logits, value) = net.forward_heads(planes, true);
+    let (logits, soft_logits, value) = net.forward_heads(planes, soft_targets.is_some());
     let cross_entropy = |targets: Tensor<2>, log_probs: Tensor<2>| (targets * log_probs).sum_dim(1).neg().sum();
     let log_probs = log_softmax(logits + mask.clone(), 1);
     let policy = cross_entropy(targets, log_probs.clone());
-    let soft = match soft_logits {
-        Some(soft_logits) => cross_entropy(soft_targets, log_softmax(soft_logits + mask, 1)),
-        None => policy.zeros_like(),
+    let soft = match (soft_logits, soft_targets) {
+        (Some(soft_logits), Some(soft_targets)) => cross_entropy(soft_targets, log_softmax(soft_logits + mask, 1)),
+        _ => policy.zeros_like(),
     };
     let value = (value - values).powf_scalar(2.0).sum();
     let entropy = (log_probs.clone().exp() * log_probs.clamp_min(-1e4)).sum_dim(1).neg().sum();

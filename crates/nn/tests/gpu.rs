@@ -9,10 +9,6 @@ use konane_nn::train::{Learner, LearnerConfig, Sample, benchmark_batch};
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
 use konane_rules::{Position, Size};
 
-fn tiny() -> NetConfig {
-    NetConfig::new().with_blocks(1).with_channels(8).with_policy_channels(4).with_value_channels(4).with_value_hidden(8)
-}
-
 /// The GPU backends this build has, each opened through its name as a
 /// config or `--backend` would.
 fn gpus() -> Vec<Backend> {
@@ -68,7 +64,7 @@ fn mixed_batch() -> Vec<Sample> {
 
 #[test]
 fn training_steps_on_the_gpu_match_flex() {
-    let net = init_net(&tiny(), &Backend::Flex.device(), 3);
+    let net = init_net(&NetConfig::tiny(), &Backend::Flex.device(), 3);
     let batch = mixed_batch();
     for gpu in gpus() {
         let mut cpu = Learner::new(net.clone(), Backend::Flex, LearnerConfig::default());
@@ -104,7 +100,7 @@ fn training_steps_on_the_gpu_match_flex() {
 #[test]
 fn a_gpu_learner_resumes_from_its_saved_optimizer() {
     let temp = tempfile::tempdir().unwrap();
-    let net = init_net(&tiny(), &Backend::Flex.device(), 4);
+    let net = init_net(&NetConfig::tiny(), &Backend::Flex.device(), 4);
     let batch = mixed_batch();
     for gpu in gpus() {
         let mut straight = Learner::new(net.clone(), gpu, LearnerConfig::default());

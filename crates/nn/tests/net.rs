@@ -11,10 +11,6 @@ use konane_nn::train::{Learner, LearnerConfig, Sample};
 use konane_nn::{Backend, NetConfig, NetEvaluator, init_net};
 use konane_rules::{Position, Size};
 
-fn tiny() -> NetConfig {
-    NetConfig::new().with_blocks(1).with_channels(8).with_policy_channels(4).with_value_channels(4).with_value_hidden(8)
-}
-
 fn header(config: &NetConfig) -> NetHeader {
     NetHeader {
         format: FORMAT_VERSION,
@@ -42,7 +38,7 @@ fn positions(size: Size, count: usize) -> Vec<Position> {
 #[test]
 fn one_set_of_weights_evaluates_every_size() {
     let device = Backend::Flex.device();
-    let mut evaluator = NetEvaluator::new(init_net(&tiny(), &device, 3), device);
+    let mut evaluator = NetEvaluator::new(init_net(&NetConfig::tiny(), &device, 3), device);
     for size in ["4x4", "8x8", "13x20", "1x3"].map(|s| s.parse::<Size>().unwrap()) {
         let batch = positions(size, 3);
         let (logits, values) = evaluator.forward(&batch);
@@ -56,7 +52,7 @@ fn one_set_of_weights_evaluates_every_size() {
 fn multiply_adds_count_every_weight_once_per_cell() {
     use burn::module::Module;
     use konane_nn::encoding::MOVE_KINDS;
-    for config in [tiny(), NetConfig::new()] {
+    for config in [NetConfig::tiny(), NetConfig::new()] {
         let net = init_net(&config, &Backend::Flex.device(), 1);
         // On one cell every weight is one multiply-add; biases and the
         // residual gates are the parameters that are not.
@@ -74,7 +70,7 @@ fn multiply_adds_count_every_weight_once_per_cell() {
 #[test]
 fn evaluator_gives_a_distribution_over_legal_moves_in_mixed_batches() {
     let device = Backend::Flex.device();
-    let mut evaluator = NetEvaluator::new(init_net(&tiny(), &device, 3), device);
+    let mut evaluator = NetEvaluator::new(init_net(&NetConfig::tiny(), &device, 3), device);
     let mut list = positions("6x6".parse().unwrap(), 4);
     list.extend(positions("5x7".parse().unwrap(), 3));
     let batch = &mut batch_of(&list);
@@ -99,7 +95,7 @@ fn batch_of(positions: &[Position]) -> Batch {
 #[test]
 fn both_backends_compute_the_same_network() {
     let flex = Backend::Flex.device();
-    let net = init_net(&tiny(), &flex, 5);
+    let net = init_net(&NetConfig::tiny(), &flex, 5);
     let batch = positions("6x6".parse().unwrap(), 5);
     let (flex_logits, flex_values) = NetEvaluator::new(net.clone(), flex).forward(&batch);
     let ndarray = Backend::Ndarray.device();
@@ -151,11 +147,11 @@ fn save_then_load_gives_identical_outputs() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path();
     let device = Backend::Flex.device();
-    let net = init_net(&tiny(), &device, 9);
+    let net = init_net(&NetConfig::tiny(), &device, 9);
     let path = dir.join("net.knet");
-    checkpoint::save(&net, &header(&tiny()), &path).unwrap();
+    checkpoint::save(&net, &header(&NetConfig::tiny()), &path).unwrap();
     let (loaded, read_header) = checkpoint::load(&path, &device).unwrap();
-    assert_eq!(read_header, header(&tiny()));
+    assert_eq!(read_header, header(&NetConfig::tiny()));
     let batch = positions("6x6".parse().unwrap(), 6);
     let before = NetEvaluator::new(net, device.clone()).forward(&batch);
     let after = NetEvaluator::new(loaded, device).forward(&batch);
@@ -167,19 +163,19 @@ fn a_soft_policy_output_is_saved_only_when_on_and_play_never_reads_it() {
     use konane_nn::encoding::MOVE_KINDS;
     let temp = tempfile::tempdir().unwrap();
     let device = Backend::Flex.device();
-    let plain = init_net(&tiny(), &device, 9);
+    let plain = init_net(&NetConfig::tiny(), &device, 9);
     let soft = plain.clone().with_soft_policy(true, &device, 4);
-    let config = tiny().with_soft_policy(true);
+    let config = NetConfig::tiny().with_soft_policy(true);
     assert_eq!(soft.config(), config);
     let extra = config.policy_channels * MOVE_KINDS + MOVE_KINDS;
     assert_eq!(soft.num_params(), plain.num_params() + extra);
     assert_eq!(config.parameters(), soft.num_params() as u64);
-    assert_eq!(config.multiply_adds(8, 8), tiny().multiply_adds(8, 8), "play does not compute it");
+    assert_eq!(config.multiply_adds(8, 8), NetConfig::tiny().multiply_adds(8, 8), "play does not compute it");
     // Saved and loaded with its head; a network without one writes no
     // trace of the setting, so its files stay as they were.
     let (soft_path, plain_path) = (temp.path().join("soft.knet"), temp.path().join("plain.knet"));
     checkpoint::save(&soft, &header(&config), &soft_path).unwrap();
-    checkpoint::save(&plain, &header(&tiny()), &plain_path).unwrap();
+    checkpoint::save(&plain, &header(&NetConfig::tiny()), &plain_path).unwrap();
     let (loaded, read_header) = checkpoint::load(&soft_path, &device).unwrap();
     assert!(read_header.net.soft_policy && loaded.config().soft_policy);
     let contains = |path: &std::path::Path| fs::read(path).unwrap().windows(11).any(|w| w == b"soft_policy");
@@ -189,7 +185,7 @@ fn a_soft_policy_output_is_saved_only_when_on_and_play_never_reads_it() {
     let batch = positions("6x6".parse().unwrap(), 6);
     let outputs = |net| NetEvaluator::new(net, device.clone()).forward(&batch);
     assert_eq!(outputs(loaded.clone()), outputs(plain.clone()));
-    assert_eq!(loaded.with_soft_policy(false, &device, 0).config(), tiny());
+    assert_eq!(loaded.with_soft_policy(false, &device, 0).config(), NetConfig::tiny());
 }
 
 /// `file` with its header replaced by `header` (lengths and checksum made
@@ -213,7 +209,7 @@ fn damaged_or_foreign_files_fail_with_the_file_and_the_reason() {
     let dir = temp.path();
     let device = Backend::Flex.device();
     let path = dir.join("net.knet");
-    checkpoint::save(&init_net(&tiny(), &device, 1), &header(&tiny()), &path).unwrap();
+    checkpoint::save(&init_net(&NetConfig::tiny(), &device, 1), &header(&NetConfig::tiny()), &path).unwrap();
     let good = fs::read(&path).unwrap();
     let check = |bytes: &[u8], expected: &str| {
         let bad = dir.join("bad.knet");
@@ -234,15 +230,10 @@ fn damaged_or_foreign_files_fail_with_the_file_and_the_reason() {
     let missing = checkpoint::load(&dir.join("nope.knet"), &device).err().unwrap();
     assert!(matches!(missing, CheckpointError::Io { .. }), "{missing}");
     // A header that describes another shape than the weights hold.
-    let other = NetConfig::new()
-        .with_blocks(2)
-        .with_channels(8)
-        .with_policy_channels(4)
-        .with_value_channels(4)
-        .with_value_hidden(8);
+    let other = NetConfig::tiny().with_blocks(2);
     // The writer refuses such a file, so it is made by swapping the header.
-    assert!(checkpoint::to_bytes(&init_net(&tiny(), &device, 1), &header(&other)).is_err());
-    let weights = checkpoint::to_bytes(&init_net(&tiny(), &device, 1), &header(&tiny())).unwrap();
+    assert!(checkpoint::to_bytes(&init_net(&NetConfig::tiny(), &device, 1), &header(&other)).is_err());
+    let weights = checkpoint::to_bytes(&init_net(&NetConfig::tiny(), &device, 1), &header(&NetConfig::tiny())).unwrap();
     let mismatched = dir.join("mismatch.knet");
     fs::write(&mismatched, with_header(&weights, &header(&other))).unwrap();
     let err = checkpoint::load(&mismatched, &device).err().unwrap().to_string();
@@ -255,7 +246,7 @@ fn directories_resolve_through_their_latest_pointer() {
     let dir = temp.path();
     let device = Backend::Flex.device();
     let file = dir.join("iter-3").join("net.knet");
-    checkpoint::save(&init_net(&tiny(), &device, 1), &header(&tiny()), &file).unwrap();
+    checkpoint::save(&init_net(&NetConfig::tiny(), &device, 1), &header(&NetConfig::tiny()), &file).unwrap();
     assert!(checkpoint::resolve(dir).is_err(), "no LATEST yet");
     checkpoint::set_latest(dir, std::path::Path::new("iter-3/net.knet")).unwrap();
     assert_eq!(checkpoint::resolve(dir).unwrap(), file);
@@ -263,7 +254,7 @@ fn directories_resolve_through_their_latest_pointer() {
 
 #[test]
 fn training_steps_fit_a_fixed_batch() {
-    let net = init_net(&tiny(), &Backend::Flex.device(), 2);
+    let net = init_net(&NetConfig::tiny(), &Backend::Flex.device(), 2);
     let mut learner = Learner::new(net, Backend::Flex, LearnerConfig::default());
     let batch: Vec<Sample> = positions("5x5".parse().unwrap(), 8)
         .into_iter()
@@ -281,7 +272,7 @@ fn training_steps_fit_a_fixed_batch() {
     assert!(last.policy < first.policy * 0.5, "policy loss {} -> {}", first.policy, last.policy);
     assert!(last.value < first.value * 0.5, "value loss {} -> {}", first.value, last.value);
     let net = learner.inference_net(&Backend::Flex.device());
-    assert_eq!(net.num_params(), init_net(&tiny(), &Backend::Flex.device(), 2).num_params());
+    assert_eq!(net.num_params(), init_net(&NetConfig::tiny(), &Backend::Flex.device(), 2).num_params());
 }
 
 #[test]

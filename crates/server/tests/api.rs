@@ -21,14 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
 
 fn tiny_model(name: &str, sizes: &[&str], seed: u64) -> Model {
-    let config = NetConfig {
-        blocks: 1,
-        channels: 8,
-        policy_channels: 4,
-        value_channels: 4,
-        value_hidden: 8,
-        soft_policy: false,
-    };
+    let config = NetConfig::tiny();
     let backend = Backend::Native;
     let net = konane_nn::init_net(&config, &backend.device(), seed);
     let limits = Limits { nodes: Some(64), ..Limits::default() };

@@ -51,14 +51,7 @@ fn free_port() -> u16 {
 }
 
 fn app() -> Arc<App> {
-    let config = NetConfig {
-        blocks: 1,
-        channels: 8,
-        policy_channels: 4,
-        value_channels: 4,
-        value_hidden: 8,
-        soft_policy: false,
-    };
+    let config = NetConfig::tiny();
     let net = konane_nn::init_net(&config, &Backend::Native.device(), 1);
     let limits = Limits { nodes: Some(32), ..Limits::default() };
     let factory = NetFactory::tuned(net, Backend::Native, limits, SearchPatch::default(), 1, "tiny".into()).unwrap();

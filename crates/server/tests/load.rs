@@ -15,14 +15,7 @@ use konane_server::{App, ServerLimits};
 
 #[test]
 fn concurrent_clients_get_their_own_games_and_no_errors() {
-    let config = NetConfig {
-        blocks: 1,
-        channels: 8,
-        policy_channels: 4,
-        value_channels: 4,
-        value_hidden: 8,
-        soft_policy: false,
-    };
+    let config = NetConfig::tiny();
     let net = konane_nn::init_net(&config, &Backend::Native.device(), 1);
     let limits = Limits { nodes: Some(16), ..Limits::default() };
     let factory = NetFactory::tuned(net, Backend::Native, limits, SearchPatch::default(), 1, "tiny".into()).unwrap();

@@ -130,10 +130,10 @@ pub struct IterationMetrics {
     /// of `policy_loss`, which exceeds it by the KL divergence still to learn.
     #[serde(default)]
     pub target_entropy: f64,
-    /// Mean soft policy cross-entropy over the iteration's steps (absent
-    /// for a network without that output).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub soft_policy_loss: f64,
+    /// Mean soft policy cross-entropy over the iteration's steps, for a
+    /// network with that output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_policy_loss: Option<f64>,
     /// Evaluation matches (empty when not evaluated this iteration).
     pub evaluation: Vec<MatchResult>,
     /// Elo against the anchors (the first opponent is 0).
@@ -150,12 +150,6 @@ pub struct IterationMetrics {
     pub ingest: Option<crate::cluster::IngestReport>,
     /// Wall-clock measurements.
     pub timing: Timing,
-}
-
-/// For serde: a loss of a head the network lacks is left out.
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
 }
 
 /// Appends one line to `metrics.jsonl`.

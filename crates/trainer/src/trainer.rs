@@ -772,7 +772,7 @@ impl Loop {
             value_loss: value,
             policy_entropy: entropy,
             target_entropy,
-            soft_policy_loss: f64::from_bits(partial.soft_policy_sum) / steps,
+            soft_policy_loss: self.config.network.soft_policy.then(|| f64::from_bits(partial.soft_policy_sum) / steps),
             elo_chain: self.state.elo_chain,
             sizes: if self.config.sizes.len() > 1 { stats.sizes.clone() } else { BTreeMap::new() },
             ingest: partial.ingest.clone(),

@@ -1140,7 +1140,7 @@ mod tests {
         let (a, b) = (batch("6x6".parse().unwrap(), 7), batch("4x4".parse().unwrap(), 140));
         let mut mixed: Vec<Sample> = a.iter().chain(&b).cloned().collect();
         mixed.swap(0, 9);
-        let groups = PreparedBatch::by_size(&mixed);
+        let groups = PreparedBatch::by_size(&mixed, false);
         assert_eq!(
             groups.iter().map(|g| (g.size.to_string(), g.len())).collect::<Vec<_>>(),
             [("4x4".to_string(), 140), ("6x6".to_string(), 7)]
