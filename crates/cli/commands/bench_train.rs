@@ -24,6 +24,10 @@ pub struct Args {
     /// default weight.
     #[arg(long)]
     soft_policy: bool,
+    /// Train a reply policy output too (`network.reply_policy`), at its
+    /// default weight.
+    #[arg(long)]
+    reply_policy: bool,
     /// Samples per step, 1 to 4096.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=4096))]
     batch: u64,
@@ -43,7 +47,7 @@ pub struct Args {
 /// drawing them from a replay window is not timed.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let size = args.size;
-    let config = args.shape.config()?.with_soft_policy(args.soft_policy);
+    let config = args.shape.config()?.with_soft_policy(args.soft_policy).with_reply_policy(args.reply_policy);
     let samples = benchmark_batch(size, args.batch as usize);
     anyhow::ensure!(!samples.is_empty(), "a {size} board has no positions with a legal move to train on");
     let flop = 2.0 * 3.0 * config.multiply_adds(size.rows(), size.cols()) as f64;
@@ -52,7 +56,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out,
         "train {}{} ({} backend) on {size}, batch {}: {:.1} MFLOP a sample (forward and backward)",
         config.name(),
-        if config.soft_policy { " with a soft policy output" } else { "" },
+        match (config.soft_policy, config.reply_policy) {
+            (false, false) => "",
+            (true, false) => " with a soft policy output",
+            (false, true) => " with a reply policy output",
+            (true, true) => " with soft and reply policy outputs",
+        },
         args.backend,
         samples.len(),
         flop / 1e6

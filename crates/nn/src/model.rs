@@ -45,6 +45,13 @@ pub struct NetConfig {
     /// header only when on, so networks without it keep their files.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub soft_policy: bool,
+    /// A third policy output predicting the opponent's reply: trained on
+    /// the next position's search visits (KataGo's auxiliary opponent
+    /// policy target), so the shared layers also learn what the move
+    /// allows. Training only, like [`NetConfig::soft_policy`], and written
+    /// to a header only when on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reply_policy: bool,
 }
 
 impl Default for NetConfig {
@@ -56,6 +63,7 @@ impl Default for NetConfig {
             value_channels: 32,
             value_hidden: 64,
             soft_policy: false,
+            reply_policy: false,
         }
     }
 }
@@ -121,6 +129,18 @@ impl NetConfig {
         NetConfig { soft_policy, ..self }
     }
 
+    /// With or without the reply policy output ([`NetConfig::reply_policy`]).
+    pub fn with_reply_policy(self, reply_policy: bool) -> NetConfig {
+        NetConfig { reply_policy, ..self }
+    }
+
+    /// This shape with `other`'s training-only outputs (the soft and reply
+    /// policies): what a network of this shape becomes when a run that
+    /// wants `other` starts from it.
+    pub fn with_training_outputs_of(self, other: &NetConfig) -> NetConfig {
+        NetConfig { soft_policy: other.soft_policy, reply_policy: other.reply_policy, ..self }
+    }
+
     /// Allowed residual blocks: deeper towers than 40 do not train on a CPU.
     pub const BLOCKS: RangeInclusive<usize> = 0..=40;
     /// Allowed tower channels (b40c512 holds 190 M weights, 0.75 GB).
@@ -158,7 +178,7 @@ impl NetConfig {
         conv(INPUT_PLANES as u64, c, 3)
             + self.blocks as u64 * (2 * conv(c, c, 3) + 1)
             + conv(c, p, 3)
-            + conv(p, MOVE_KINDS as u64, 1) * (1 + u64::from(self.soft_policy))
+            + conv(p, MOVE_KINDS as u64, 1) * (1 + u64::from(self.soft_policy) + u64::from(self.reply_policy))
             + conv(c, v, 1)
             + (2 * v * h + h)
             + (h + 1)
@@ -171,7 +191,7 @@ impl NetConfig {
 
     /// Multiply-adds of one forward pass of play on a `rows` x `cols` board
     /// (weights only; biases, activations and pooling are a rounding error;
-    /// the soft policy output is not computed in play). Turns
+    /// the training-only outputs are not computed in play). Turns
     /// positions/s into FLOP/s, so speeds compare across machines, nets and a
     /// core's own matrix-multiply ceiling (`konane bench-net`).
     pub fn multiply_adds(&self, rows: usize, cols: usize) -> u64 {
@@ -204,6 +224,7 @@ impl NetConfig {
             policy_hidden: conv(self.channels, self.policy_channels, 3),
             policy_out: conv(self.policy_channels, MOVE_KINDS, 1),
             policy_soft: self.soft_policy.then(|| conv(self.policy_channels, MOVE_KINDS, 1)),
+            policy_reply: self.reply_policy.then(|| conv(self.policy_channels, MOVE_KINDS, 1)),
             value_conv: conv(self.channels, self.value_channels, 1),
             value_hidden: LinearConfig::new(2 * self.value_channels, self.value_hidden).init(device),
             value_out: LinearConfig::new(self.value_hidden, 1).init(device),
@@ -236,6 +257,8 @@ pub struct Net {
     pub(crate) policy_out: Conv2d,
     /// The soft policy output ([`NetConfig::soft_policy`]), if trained.
     pub(crate) policy_soft: Option<Conv2d>,
+    /// The reply policy output ([`NetConfig::reply_policy`]), if trained.
+    pub(crate) policy_reply: Option<Conv2d>,
     pub(crate) value_conv: Conv2d,
     pub(crate) value_hidden: Linear,
     pub(crate) value_out: Linear,
@@ -253,22 +276,26 @@ impl Net {
             value_channels: out(&self.value_conv),
             value_hidden: self.value_hidden.weight.dims()[1],
             soft_policy: self.policy_soft.is_some(),
+            reply_policy: self.policy_reply.is_some(),
         }
     }
 
-    /// This network with a soft policy output of fresh weights (drawn by
-    /// [`crate::init_net`] from `seed`) when `on`, or without one: a run
-    /// that starts from a network of the other setting keeps every other
-    /// weight.
-    pub fn with_soft_policy(mut self, on: bool, device: &Device, seed: u64) -> Net {
-        match (on, self.policy_soft.is_some()) {
-            (true, false) => {
-                let shape = self.config().with_soft_policy(true).with_blocks(0);
-                self.policy_soft = crate::init_net(&shape, device, seed).policy_soft;
-            }
-            (false, true) => self.policy_soft = None,
-            _ => {}
+    /// This network with the training-only outputs `wanted` names (the
+    /// soft and reply policies): an output it lacks gets fresh weights
+    /// (drawn by [`crate::init_net`] from `seed`), one `wanted` lacks is
+    /// dropped, and every other weight is kept, so a run may start from a
+    /// network of other settings.
+    pub fn with_training_outputs_of(mut self, wanted: &NetConfig, device: &Device, seed: u64) -> Net {
+        let add_soft = wanted.soft_policy && self.policy_soft.is_none();
+        let add_reply = wanted.reply_policy && self.policy_reply.is_none();
+        if add_soft || add_reply {
+            let shape = self.config().with_blocks(0).with_soft_policy(add_soft).with_reply_policy(add_reply);
+            let fresh = crate::init_net(&shape, device, seed);
+            self.policy_soft = self.policy_soft.or(fresh.policy_soft);
+            self.policy_reply = self.policy_reply.or(fresh.policy_reply);
         }
+        self.policy_soft = self.policy_soft.filter(|_| wanted.soft_policy);
+        self.policy_reply = self.policy_reply.filter(|_| wanted.reply_policy);
         self
     }
 
@@ -325,13 +352,13 @@ impl Net {
     /// [`crate::encoding::move_index`]) and values `[batch]` in (-1, 1) for
     /// the side to move.
     pub fn forward(&self, planes: Tensor<4>) -> (Tensor<2>, Tensor<1>) {
-        let (policy, _, value) = self.forward_heads(planes, false);
-        (policy, value)
+        let outputs = self.forward_outputs(planes, false);
+        (outputs.policy, outputs.value)
     }
 
-    /// [`Net::forward`] with the soft policy logits as well (`None` without
-    /// that output, or when `soft` is false), for training.
-    pub(crate) fn forward_heads(&self, planes: Tensor<4>, soft: bool) -> (Tensor<2>, Option<Tensor<2>>, Tensor<1>) {
+    /// [`Net::forward`] with the training-only outputs as well when
+    /// `training` (each `None` without that output), for training.
+    pub(crate) fn forward_outputs(&self, planes: Tensor<4>, training: bool) -> Outputs {
         let [batch, _, rows, cols] = planes.dims();
         let mut x = relu(self.stem.forward(planes));
         for block in &self.blocks {
@@ -340,7 +367,9 @@ impl Net {
         // [batch, MOVE_KINDS, rows, cols] → [batch, MOVE_KINDS * rows * cols]
         let hidden = relu(self.policy_hidden.forward(x.clone()));
         let flat = |logits: Tensor<4>| logits.reshape([batch, MOVE_KINDS * rows * cols]);
-        let soft_policy = self.policy_soft.as_ref().filter(|_| soft).map(|conv| flat(conv.forward(hidden.clone())));
+        let extra =
+            |conv: &Option<Conv2d>| conv.as_ref().filter(|_| training).map(|conv| flat(conv.forward(hidden.clone())));
+        let (soft_policy, reply_policy) = (extra(&self.policy_soft), extra(&self.policy_reply));
         let policy = flat(self.policy_out.forward(hidden));
         // Global mean and max pooling over the board, as KataGo does.
         let v = relu(self.value_conv.forward(x));
@@ -350,6 +379,15 @@ impl Net {
         let max = v.max_dim(2).reshape([batch, channels]);
         let pooled = Tensor::cat(vec![mean, max], 1);
         let value = self.value_out.forward(relu(self.value_hidden.forward(pooled)));
-        (policy, soft_policy, tanh(value).reshape([batch]))
+        Outputs { policy, soft_policy, reply_policy, value: tanh(value).reshape([batch]) }
     }
+}
+
+/// What [`Net::forward_outputs`] computes: logits `[batch, policy_len]`
+/// and values `[batch]`.
+pub(crate) struct Outputs {
+    pub(crate) policy: Tensor<2>,
+    pub(crate) soft_policy: Option<Tensor<2>>,
+    pub(crate) reply_policy: Option<Tensor<2>>,
+    pub(crate) value: Tensor<1>,
 }

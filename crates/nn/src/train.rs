@@ -19,13 +19,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::checkpoint::CheckpointError;
-use crate::encoding::{INPUT_PLANES, move_index, policy_len, write_planes};
-use crate::model::Net;
+use crate::encoding::{INPUT_PLANES, index_move, move_index, policy_len, write_planes};
+use crate::model::{Net, NetConfig};
 use crate::native::train::NativeLearner;
 
 /// A training example: a position, the target move distribution (legal
-/// moves with probabilities summing to 1) and the target value for the side
-/// to move in [-1, 1].
+/// moves with probabilities summing to 1), the target value for the side
+/// to move in [-1, 1], and the opponent's reply distribution.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
     /// The position.
@@ -34,6 +34,11 @@ pub struct Sample {
     pub policy: Vec<(Move, f32)>,
     /// Target value for the side to move.
     pub value: f32,
+    /// The search's distribution over the opponent's moves in the position
+    /// the game went on to (probabilities summing to 1), the reply policy
+    /// output's target; empty when there was none (the game's last move,
+    /// or a sample from elsewhere than self-play).
+    pub reply: Vec<(Move, f32)>,
 }
 
 /// `n` positions of `size` (from played games, [`cycled_positions`]) with a
@@ -46,10 +51,17 @@ pub fn benchmark_batch(size: Size, n: usize) -> Vec<Sample> {
         .enumerate()
         .filter_map(|(i, position)| {
             let moves = position.moves();
+            let &first = moves.first()?;
             let weights: Vec<f32> = (0..moves.len()).map(|j| ((i + j) % 4) as f32 + 1.0).collect();
             let total: f32 = weights.iter().sum();
             let policy: Vec<_> = moves.iter().zip(&weights).map(|(&mv, w)| (mv, w / total)).collect();
-            (!policy.is_empty()).then(|| Sample { position, policy, value: if i % 2 == 0 { 0.5 } else { -0.5 } })
+            let value = if i % 2 == 0 { 0.5 } else { -0.5 };
+            // A reply target like a real window's: over the next position's moves.
+            let mut next = position;
+            next.play_unchecked(first);
+            let next = next.moves();
+            let reply = next.iter().map(|&mv| (mv, 1.0 / next.len() as f32)).collect();
+            Some(Sample { position, policy, value, reply })
         })
         .collect()
 }
@@ -81,6 +93,10 @@ pub struct LearnerConfig {
     /// cost strength, 1 did not
     /// (`docs/experiments/2026-12-05-soft-policy-6x6.md`).
     pub soft_policy_weight: f32,
+    /// Weight of the reply policy loss against the policy loss, for a
+    /// network with that output ([`crate::NetConfig::reply_policy`]);
+    /// KataGo's 0.15.
+    pub reply_policy_weight: f32,
 }
 
 impl Default for LearnerConfig {
@@ -90,6 +106,7 @@ impl Default for LearnerConfig {
             weight_decay: 1e-4,
             value_weight: 1.0,
             soft_policy_weight: 1.0,
+            reply_policy_weight: 0.15,
         }
     }
 }
@@ -114,6 +131,11 @@ pub struct Losses {
     /// that output.
     #[serde(default)]
     pub soft_policy: f32,
+    /// Reply policy cross-entropy (unweighted, a mean over every sample,
+    /// those without a reply counting 0); 0 for a network without that
+    /// output.
+    #[serde(default)]
+    pub reply_policy: f32,
 }
 
 /// A batch turned into what the step reads: input planes, each position's
@@ -131,6 +153,15 @@ pub(crate) struct PreparedBatch {
     /// [`SOFT_POLICY_POWER`], summing to 1 over each position's moves;
     /// empty unless asked for.
     pub(crate) soft_targets: Vec<f32>,
+    /// Every policy index on the board, the moves the reply policy's
+    /// softmax runs over (which of them is legal depends on the move the
+    /// game went on with, which a sample does not keep); empty unless
+    /// asked for.
+    pub(crate) reply_moves: Vec<u32>,
+    /// Position `i`'s reply target over `reply_moves` is
+    /// `reply_targets[i * reply_moves.len()..][..reply_moves.len()]`, all
+    /// 0 without a reply.
+    pub(crate) reply_targets: Vec<f32>,
     pub(crate) values: Vec<f32>,
     /// Sum over the batch of the targets' entropies.
     pub(crate) target_entropy: f64,
@@ -144,16 +175,17 @@ impl PreparedBatch {
         assert!(!batch.is_empty(), "empty training batch");
         let size = batch[0].position.size();
         assert!(batch.iter().all(|s| s.position.size() == size), "one board size per batch");
-        PreparedBatch::of_size(size, batch, true)
+        let every_output = NetConfig::tiny().with_soft_policy(true).with_reply_policy(true);
+        PreparedBatch::of_size(size, batch, &every_output)
     }
 
     /// `batch` split by board size into one batch per size, in the order
-    /// the sizes first appear (each keeping its samples' order), with soft
-    /// policy targets when `soft` (for a network with that output).
+    /// the sizes first appear (each keeping its samples' order), with the
+    /// targets of the training-only outputs `net` has.
     ///
     /// # Panics
     /// On an empty batch.
-    pub(crate) fn by_size(batch: &[Sample], soft: bool) -> Vec<PreparedBatch> {
+    pub(crate) fn by_size(batch: &[Sample], net: &NetConfig) -> Vec<PreparedBatch> {
         assert!(!batch.is_empty(), "empty training batch");
         let mut sizes: Vec<Size> = Vec::new();
         for sample in batch {
@@ -161,11 +193,11 @@ impl PreparedBatch {
                 sizes.push(sample.position.size());
             }
         }
-        sizes.into_iter().map(|size| PreparedBatch::of_size(size, batch, soft)).collect()
+        sizes.into_iter().map(|size| PreparedBatch::of_size(size, batch, net)).collect()
     }
 
     /// The samples of `batch` whose board is `size`, in order.
-    fn of_size(size: Size, batch: &[Sample], soft: bool) -> PreparedBatch {
+    fn of_size(size: Size, batch: &[Sample], net: &NetConfig) -> PreparedBatch {
         let samples = || batch.iter().filter(move |s| s.position.size() == size);
         let n = samples().count();
         let cells = size.cells();
@@ -176,6 +208,8 @@ impl PreparedBatch {
             legal: Vec::new(),
             targets: Vec::new(),
             soft_targets: Vec::new(),
+            reply_moves: Vec::new(),
+            reply_targets: Vec::new(),
             values: Vec::with_capacity(n),
             target_entropy: 0.0,
         };
@@ -188,7 +222,7 @@ impl PreparedBatch {
                 let target = sample.policy.iter().find(|(m, _)| *m == mv).map_or(0.0, |&(_, p)| p);
                 data.targets.push(target);
             }
-            if soft {
+            if net.soft_policy {
                 let start = data.soft_targets.len();
                 data.soft_targets.extend(data.targets[start..].iter().map(|t| t.max(0.0).powf(SOFT_POLICY_POWER)));
                 let flattened = &mut data.soft_targets[start..];
@@ -198,6 +232,19 @@ impl PreparedBatch {
                 }
             }
             data.starts.push(data.legal.len());
+            if net.reply_policy {
+                if data.reply_moves.is_empty() {
+                    let on_board = (0..policy_len(size)).filter(|&i| index_move(size, i).is_some());
+                    data.reply_moves = on_board.map(|i| i as u32).collect();
+                }
+                let start = data.reply_targets.len();
+                data.reply_targets.resize(start + data.reply_moves.len(), 0.0);
+                for &(mv, p) in &sample.reply {
+                    let index = move_index(size, mv) as u32;
+                    let at = data.reply_moves.binary_search(&index).expect("a move's index is on the board");
+                    data.reply_targets[start + at] += p;
+                }
+            }
             for &(_, p) in &sample.policy {
                 if p > 0.0 {
                     data.target_entropy -= f64::from(p) * f64::from(p).ln();
@@ -216,6 +263,7 @@ impl PreparedBatch {
     pub(crate) fn tensors(&self, device: &Device) -> BatchTensors {
         let (n, per) = (self.len(), policy_len(self.size));
         let soft = !self.soft_targets.is_empty();
+        let reply = !self.reply_moves.is_empty();
         let mut targets = vec![0.0f32; n * per];
         let mut soft_targets = vec![0.0f32; if soft { n * per } else { 0 }];
         let mut mask = vec![-1e9f32; n * per];
@@ -231,10 +279,21 @@ impl PreparedBatch {
         }
         let shape = [n, INPUT_PLANES, self.size.rows(), self.size.cols()];
         let matrix = |values: Vec<f32>| Tensor::<2>::from_data(TensorData::new(values, [n, per]), device);
+        let reply = reply.then(|| {
+            let (mut targets, mut mask) = (vec![0.0f32; n * per], vec![-1e9f32; n * per]);
+            let rows = self.reply_targets.chunks_exact(self.reply_moves.len());
+            for (i, row) in rows.enumerate() {
+                for (&index, &p) in self.reply_moves.iter().zip(row) {
+                    (targets[i * per + index as usize], mask[i * per + index as usize]) = (p, 0.0);
+                }
+            }
+            (matrix(targets), matrix(mask))
+        });
         BatchTensors {
             planes: Tensor::<4>::from_data(TensorData::new(self.planes.clone(), shape), device),
             targets: matrix(targets),
             soft_targets: soft.then(|| matrix(soft_targets)),
+            reply,
             mask: matrix(mask),
             values: Tensor::<1>::from_data(TensorData::new(self.values.clone(), [n]), device),
         }
@@ -249,6 +308,9 @@ pub(crate) struct BatchTensors {
     pub(crate) targets: Tensor<2>,
     /// `[n, policy_len]`: the soft policy targets, if prepared.
     pub(crate) soft_targets: Option<Tensor<2>>,
+    /// `[n, policy_len]` twice, if prepared: the reply targets and their
+    /// mask (0 on the board's moves, -1e9 for the rest).
+    pub(crate) reply: Option<(Tensor<2>, Tensor<2>)>,
     /// `[n, policy_len]`: 0 for legal moves, -1e9 for the rest, added to
     /// the logits before the softmax.
     pub(crate) mask: Tensor<2>,
@@ -260,9 +322,9 @@ pub(crate) struct BatchTensors {
 /// [`Backend`] names.
 pub struct Learner {
     engine: Engine,
-    /// Whether the network has a soft policy output (its batches then
-    /// carry soft targets).
-    soft_policy: bool,
+    /// The network's shape: which training-only outputs its batches carry
+    /// targets for.
+    shape: NetConfig,
 }
 
 enum Engine {
@@ -276,14 +338,14 @@ impl Learner {
     /// Trains `net` on `backend`'s training engine: the native kernels for
     /// [`Backend::Native`], burn's autodiff for the others.
     pub fn new(net: Net, backend: Backend, settings: LearnerConfig) -> Learner {
-        let soft_policy = net.config().soft_policy;
+        let shape = net.config();
         let engine = match backend {
             Backend::Native => Engine::Native(Box::new(NativeLearner::new(&net, settings))),
             Backend::Flex | Backend::Ndarray | Backend::Wgpu | Backend::Cuda => {
                 Engine::Burn(Box::new(BurnLearner::new(net, backend, settings)))
             }
         };
-        Learner { engine, soft_policy }
+        Learner { engine, shape }
     }
 
     /// Threads each step may use. The native engine splits a batch over
@@ -311,7 +373,7 @@ impl Learner {
     /// # Panics
     /// On an empty batch.
     pub fn step(&mut self, batch: &[Sample], lr: f64) -> Losses {
-        let groups = PreparedBatch::by_size(batch, self.soft_policy);
+        let groups = PreparedBatch::by_size(batch, &self.shape);
         match &mut self.engine {
             Engine::Burn(burn) => burn.step(&groups, lr),
             Engine::Native(native) => native.step(&groups, lr),
@@ -342,23 +404,29 @@ impl Learner {
     }
 }
 
-/// The loss sums of `net` on a batch, each `[1]`: the policy cross-entropy,
-/// the soft policy cross-entropy (0 without that output) and the value
-/// squared error, then the entropy of the network's legal-move
-/// distribution (for the metrics).
-pub(crate) fn loss_sums(net: &Net, batch: BatchTensors) -> ([Tensor<1>; 3], Tensor<1>) {
-    let BatchTensors { planes, targets, soft_targets, mask, values } = batch;
-    let (logits, soft_logits, value) = net.forward_heads(planes, soft_targets.is_some());
-    let cross_entropy = |targets: Tensor<2>, log_probs: Tensor<2>| (targets * log_probs).sum_dim(1).neg().sum();
-    let log_probs = log_softmax(logits + mask.clone(), 1);
-    let policy = cross_entropy(targets, log_probs.clone());
-    let soft = match (soft_logits, soft_targets) {
-        (Some(soft_logits), Some(soft_targets)) => cross_entropy(soft_targets, log_softmax(soft_logits + mask, 1)),
+/// The loss sums of `net` on a batch, each `[1]`: the policy
+/// cross-entropy, the soft and reply policy cross-entropies (0 without
+/// their output) and the value squared error, then the entropy of the
+/// network's legal-move distribution (for the metrics).
+pub(crate) fn loss_sums(net: &Net, batch: BatchTensors) -> ([Tensor<1>; 4], Tensor<1>) {
+    let BatchTensors { planes, targets, soft_targets, reply, mask, values } = batch;
+    let outputs = net.forward_outputs(planes, soft_targets.is_some() || reply.is_some());
+    let cross_entropy = |targets: Tensor<2>, logits: Tensor<2>, mask: Tensor<2>| {
+        (targets * log_softmax(logits + mask, 1)).sum_dim(1).neg().sum()
+    };
+    let log_probs = log_softmax(outputs.policy + mask.clone(), 1);
+    let policy = (targets * log_probs.clone()).sum_dim(1).neg().sum();
+    let soft = match (outputs.soft_policy, soft_targets) {
+        (Some(logits), Some(targets)) => cross_entropy(targets, logits, mask),
         _ => policy.zeros_like(),
     };
-    let value = (value - values).powf_scalar(2.0).sum();
+    let reply = match (outputs.reply_policy, reply) {
+        (Some(logits), Some((targets, mask))) => cross_entropy(targets, logits, mask),
+        _ => policy.zeros_like(),
+    };
+    let value = (outputs.value - values).powf_scalar(2.0).sum();
     let entropy = (log_probs.clone().exp() * log_probs.clamp_min(-1e4)).sum_dim(1).neg().sum();
-    ([policy, soft, value], entropy)
+    ([policy, soft, reply, value], entropy)
 }
 
 /// The network on burn's autodiff device with burn's optimizer.
@@ -393,26 +461,25 @@ impl BurnLearner {
         let net = self.net.take().expect("net present between steps");
         let n: usize = groups.iter().map(PreparedBatch::len).sum();
         // Sums over each size's samples; one backward pass of their mean.
-        let mut sums: Option<[Tensor<1>; 4]> = None;
+        let mut sums: Option<[Tensor<1>; 5]> = None;
         for data in groups {
-            let ([policy, soft, value], entropy) = loss_sums(&net, data.tensors(&self.device));
-            let group = [policy, soft, value, entropy.detach()];
+            let ([policy, soft, reply, value], entropy) = loss_sums(&net, data.tensors(&self.device));
+            let group = [policy, soft, reply, value, entropy.detach()];
             sums = Some(match sums {
                 None => group,
-                Some([p, s, v, e]) => {
-                    let [policy, soft, value, entropy] = group;
-                    [p + policy, s + soft, v + value, e + entropy]
+                Some(sums) => {
+                    let mut group = group.into_iter();
+                    sums.map(|sum| sum + group.next().expect("five sums"))
                 }
             });
         }
-        let [policy_sum, soft_sum, value_sum, entropy_sum] = sums.expect("a group");
         let scale = 1.0 / n as f64;
-        let policy_loss = policy_sum.mul_scalar(scale);
-        let soft_loss = soft_sum.mul_scalar(scale);
-        let value_loss = value_sum.mul_scalar(scale);
+        let [policy_loss, soft_loss, reply_loss, value_loss, entropy] =
+            sums.expect("a group").map(|sum| sum.mul_scalar(scale));
         let loss = policy_loss.clone()
             + value_loss.clone().mul_scalar(self.settings.value_weight)
-            + soft_loss.clone().mul_scalar(self.settings.soft_policy_weight);
+            + soft_loss.clone().mul_scalar(self.settings.soft_policy_weight)
+            + reply_loss.clone().mul_scalar(self.settings.reply_policy_weight);
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         self.net = Some(self.optimizer.step(lr, net, grads));
 
@@ -421,9 +488,10 @@ impl BurnLearner {
         Losses {
             policy: scalar(policy_loss),
             value: scalar(value_loss),
-            policy_entropy: scalar(entropy_sum.mul_scalar(scale)),
+            policy_entropy: scalar(entropy),
             target_entropy: (target_entropy * scale) as f32,
             soft_policy: scalar(soft_loss),
+            reply_policy: scalar(reply_loss),
         }
     }
 

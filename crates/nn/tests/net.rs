@@ -159,33 +159,41 @@ fn save_then_load_gives_identical_outputs() {
 }
 
 #[test]
-fn a_soft_policy_output_is_saved_only_when_on_and_play_never_reads_it() {
+fn training_only_outputs_are_saved_only_when_on_and_play_never_reads_them() {
     use konane_nn::encoding::MOVE_KINDS;
     let temp = tempfile::tempdir().unwrap();
     let device = Backend::Flex.device();
     let plain = init_net(&NetConfig::tiny(), &device, 9);
-    let soft = plain.clone().with_soft_policy(true, &device, 4);
-    let config = NetConfig::tiny().with_soft_policy(true);
-    assert_eq!(soft.config(), config);
-    let extra = config.policy_channels * MOVE_KINDS + MOVE_KINDS;
-    assert_eq!(soft.num_params(), plain.num_params() + extra);
-    assert_eq!(config.parameters(), soft.num_params() as u64);
-    assert_eq!(config.multiply_adds(8, 8), NetConfig::tiny().multiply_adds(8, 8), "play does not compute it");
-    // Saved and loaded with its head; a network without one writes no
-    // trace of the setting, so its files stay as they were.
-    let (soft_path, plain_path) = (temp.path().join("soft.knet"), temp.path().join("plain.knet"));
-    checkpoint::save(&soft, &header(&config), &soft_path).unwrap();
-    checkpoint::save(&plain, &header(&NetConfig::tiny()), &plain_path).unwrap();
-    let (loaded, read_header) = checkpoint::load(&soft_path, &device).unwrap();
-    assert!(read_header.net.soft_policy && loaded.config().soft_policy);
-    let contains = |path: &std::path::Path| fs::read(path).unwrap().windows(11).any(|w| w == b"soft_policy");
-    assert!(contains(&soft_path) && !contains(&plain_path));
-    // Play reads the same outputs with or without it, and dropping it
-    // gives back the plain network.
     let batch = positions("6x6".parse().unwrap(), 6);
     let outputs = |net| NetEvaluator::new(net, device.clone()).forward(&batch);
-    assert_eq!(outputs(loaded.clone()), outputs(plain.clone()));
-    assert_eq!(loaded.with_soft_policy(false, &device, 0).config(), NetConfig::tiny());
+    let plain_path = temp.path().join("plain.knet");
+    checkpoint::save(&plain, &header(&NetConfig::tiny()), &plain_path).unwrap();
+    let contains = |path: &std::path::Path, key: &[u8]| fs::read(path).unwrap().windows(key.len()).any(|w| w == key);
+    let extra = NetConfig::tiny().policy_channels * MOVE_KINDS + MOVE_KINDS;
+    for (soft, reply) in [(true, false), (false, true), (true, true)] {
+        let config = NetConfig::tiny().with_soft_policy(soft).with_reply_policy(reply);
+        let net = plain.clone().with_training_outputs_of(&config, &device, 4);
+        assert_eq!(net.config(), config);
+        assert_eq!(net.num_params(), plain.num_params() + extra * (soft as usize + reply as usize));
+        assert_eq!(config.parameters(), net.num_params() as u64);
+        assert_eq!(config.multiply_adds(8, 8), NetConfig::tiny().multiply_adds(8, 8), "play does not compute them");
+        // Saved and loaded with its heads; a network without one writes no
+        // trace of the setting, so its files stay as they were.
+        let path = temp.path().join(format!("{soft}-{reply}.knet"));
+        checkpoint::save(&net, &header(&config), &path).unwrap();
+        let (loaded, read_header) = checkpoint::load(&path, &device).unwrap();
+        assert_eq!((read_header.net.clone(), loaded.config()), (config.clone(), config.clone()));
+        for (on, key) in [(soft, &b"soft_policy"[..]), (reply, &b"reply_policy"[..])] {
+            assert_eq!(contains(&path, key), on);
+            assert!(!contains(&plain_path, key));
+        }
+        // Play reads the same outputs with or without them, and dropping
+        // them gives back the plain network's weights.
+        assert_eq!(outputs(loaded.clone()), outputs(plain.clone()));
+        let dropped = loaded.with_training_outputs_of(&NetConfig::tiny(), &device, 0);
+        assert_eq!(dropped.config(), NetConfig::tiny());
+        assert_eq!(dropped.num_params(), plain.num_params());
+    }
 }
 
 /// `file` with its header replaced by `header` (lengths and checksum made
@@ -261,7 +269,8 @@ fn training_steps_fit_a_fixed_batch() {
         .enumerate()
         .map(|(i, position)| {
             let moves = position.moves();
-            Sample { position, policy: vec![(moves[0], 1.0)], value: if i % 2 == 0 { 0.8 } else { -0.8 } }
+            let value = if i % 2 == 0 { 0.8 } else { -0.8 };
+            Sample { position, policy: vec![(moves[0], 1.0)], value, reply: Vec::new() }
         })
         .collect();
     let first = learner.step(&batch, 3e-3);

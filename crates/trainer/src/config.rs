@@ -688,6 +688,7 @@ impl TrainConfig {
         check("training.learner.weight_decay", t.learner.weight_decay, 0.0..=1.0)?;
         check("training.learner.value_weight", t.learner.value_weight, 0.0..=100.0)?;
         check("training.learner.soft_policy_weight", t.learner.soft_policy_weight, 0.0..=100.0)?;
+        check("training.learner.reply_policy_weight", t.learner.reply_policy_weight, 0.0..=100.0)?;
         let e = &self.evaluation;
         if e.opponents.len() > 16 {
             return fail("evaluation.opponents", format!("{} opponents: at most 16", e.opponents.len()));

@@ -134,6 +134,10 @@ pub struct IterationMetrics {
     /// network with that output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soft_policy_loss: Option<f64>,
+    /// Mean reply policy cross-entropy over the iteration's steps (samples
+    /// without a reply counting 0), for a network with that output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_policy_loss: Option<f64>,
     /// Evaluation matches (empty when not evaluated this iteration).
     pub evaluation: Vec<MatchResult>,
     /// Elo against the anchors (the first opponent is 0).

@@ -12,10 +12,11 @@
 //! "KONANE-REPLAY\n" | u32 version (LE) | u64 samples (LE) | samples... | u32 crc32 (LE)
 //! ```
 //!
-//! Version 2 (written): each sample is a [`PackedSample`] in bincode's
+//! Version 3 (written): each sample is a [`PackedSample`] in bincode's
 //! standard encoding, decoded one at a time with a byte limit, so that a
 //! damaged length inside a sample cannot claim more than a sample can hold.
-//! Version 1 (read, for older runs): `u8 cols | u8 rows | u8 side |
+//! Version 2 (read, for older runs): the same without the reply visits.
+//! Version 1 (read): `u8 cols | u8 rows | u8 side |
 //! ceil(2 * cells / 8) bytes of cells | u16 moves | moves x (u16 policy
 //! index, u16 visits) | f32 value`. Every sample read is checked (its size,
 //! cells, policy indices and value) before it is kept.
@@ -51,7 +52,7 @@ pub enum ReplayError {
     #[error("checksum mismatch: the file is damaged or truncated")]
     Checksum,
     /// A layout this build does not read.
-    #[error("replay format version {0}, this build reads 1 and {REPLAY_VERSION}")]
+    #[error("replay format version {0}, this build reads 1 to {REPLAY_VERSION}")]
     Version(u32),
     /// More samples claimed than the file could hold.
     #[error("claims {claimed} samples, room for at most {room}")]
@@ -80,7 +81,7 @@ const MIN_SAMPLE_BYTES: usize = 3 + 1 + 1 + 4;
 /// of the largest boards.
 pub const MAX_REPLAY_BYTES: u64 = 16 << 30;
 /// Version of the replay file layout this build writes.
-pub const REPLAY_VERSION: u32 = 2;
+pub const REPLAY_VERSION: u32 = 3;
 
 /// One training sample, packed. Encoded with bincode's own derive rather
 /// than serde: bincode then checks a decoded length against the sample
@@ -98,6 +99,47 @@ pub struct PackedSample {
     visits: Box<[(u16, u16)]>,
     /// Value target for the side to move, in [-1, 1].
     pub value: f32,
+    /// The same of the opponent's root moves in the position the game went
+    /// on to: the reply policy target. Empty when there was none, or when
+    /// the run trains no reply output.
+    reply: Box<[(u16, u16)]>,
+}
+
+/// A sample of the version 2 layout: a [`PackedSample`] without replies.
+#[derive(bincode::Decode)]
+struct PackedSampleV2 {
+    cols: u8,
+    rows: u8,
+    white_to_move: bool,
+    cells: Box<[u8]>,
+    visits: Box<[(u16, u16)]>,
+    value: f32,
+}
+
+impl From<PackedSampleV2> for PackedSample {
+    fn from(old: PackedSampleV2) -> PackedSample {
+        let PackedSampleV2 { cols, rows, white_to_move, cells, visits, value } = old;
+        PackedSample { cols, rows, white_to_move, cells, visits, value, reply: Box::default() }
+    }
+}
+
+/// Visit counts as `(policy index, visits)` pairs of a `size` board.
+fn pack_visits(size: Size, visits: impl IntoIterator<Item = (konane_rules::Move, u32)>) -> Box<[(u16, u16)]> {
+    visits.into_iter().map(|(mv, n)| (move_index(size, mv) as u16, n.min(u16::MAX as u32) as u16)).collect()
+}
+
+/// Packed visits as moves seen through `symmetry`, with their share of the
+/// visits (an even share each if none were counted).
+fn unpack_visits(size: Size, visits: &[(u16, u16)], symmetry: Symmetry) -> Vec<(konane_rules::Move, f32)> {
+    let total: f32 = visits.iter().map(|&(_, n)| n as f32).sum();
+    visits
+        .iter()
+        .map(|&(index, n)| {
+            let mv = index_move(size, index as usize).expect("stored indices are on the board");
+            let p = if total > 0.0 { n as f32 / total } else { 1.0 / visits.len() as f32 };
+            (symmetry.apply_move(size, mv), p)
+        })
+        .collect()
 }
 
 impl PackedSample {
@@ -114,16 +156,21 @@ impl PackedSample {
             let i = cell.index();
             cells[i / 4] |= code << (2 * (i % 4));
         }
-        let visits =
-            visits.into_iter().map(|(mv, n)| (move_index(size, mv) as u16, n.min(u16::MAX as u32) as u16)).collect();
         PackedSample {
             cols: size.cols() as u8,
             rows: size.rows() as u8,
             white_to_move: position.side_to_move() == Color::White,
             cells,
-            visits,
+            visits: pack_visits(size, visits),
             value,
+            reply: Box::default(),
         }
+    }
+
+    /// Sets the reply target: the search's visits of the opponent's moves
+    /// in the position the game went on to.
+    pub fn set_reply(&mut self, visits: impl IntoIterator<Item = (konane_rules::Move, u32)>) {
+        self.reply = pack_visits(self.size(), visits);
     }
 
     /// The side to move, whom `value` is for.
@@ -149,26 +196,20 @@ impl PackedSample {
     }
 
     /// The training sample, seen through `symmetry`: the position and the
-    /// visit distribution (normalised) transformed alike.
+    /// visit distributions (normalised) transformed alike.
     pub fn unpack(&self, symmetry: Symmetry) -> Sample {
         let size = self.size();
-        let position = self.position();
-        let total: f32 = self.visits.iter().map(|&(_, n)| n as f32).sum();
-        let policy = self
-            .visits
-            .iter()
-            .map(|&(index, n)| {
-                let mv = index_move(size, index as usize).expect("stored indices are on the board");
-                let p = if total > 0.0 { n as f32 / total } else { 1.0 / self.visits.len() as f32 };
-                (symmetry.apply_move(size, mv), p)
-            })
-            .collect();
-        Sample { position: symmetry.apply(&position), policy, value: self.value }
+        Sample {
+            position: symmetry.apply(&self.position()),
+            policy: unpack_visits(size, &self.visits, symmetry),
+            value: self.value,
+            reply: unpack_visits(size, &self.reply, symmetry),
+        }
     }
 
     /// Bytes the sample takes in memory, roughly (for memory reports).
     pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.cells.len() + 4 * self.visits.len()
+        std::mem::size_of::<Self>() + self.cells.len() + 4 * (self.visits.len() + self.reply.len())
     }
 
     /// Checks a sample read from a file: a board size the rules know, its
@@ -179,7 +220,10 @@ impl PackedSample {
         if self.cells.len() != cell_bytes {
             return Err(format!("{} bytes of cells for a {size} board, which needs {cell_bytes}", self.cells.len()));
         }
-        if let Some(&(index, _)) = self.visits.iter().find(|&&(index, _)| index_move(size, index as usize).is_none()) {
+        let off_board = |visits: &[(u16, u16)]| {
+            visits.iter().find(|&&(index, _)| index_move(size, index as usize).is_none()).map(|&(index, _)| index)
+        };
+        if let Some(index) = off_board(&self.visits).or(off_board(&self.reply)) {
             return Err(format!("policy index {index} is off a {size} board"));
         }
         if !(-1.0..=1.0).contains(&self.value) {
@@ -202,7 +246,8 @@ impl PackedSample {
             visits.push((reader.u16()?, reader.u16()?));
         }
         let value = f32::from_le_bytes(reader.bytes(4)?.try_into().unwrap());
-        Ok(PackedSample { cols, rows, white_to_move: side == 1, cells, visits: visits.into(), value })
+        let reply = Box::default();
+        Ok(PackedSample { cols, rows, white_to_move: side == 1, cells, visits: visits.into(), value, reply })
     }
 }
 
@@ -230,6 +275,13 @@ impl Reader<'_> {
     }
     fn u16(&mut self) -> Result<u16, String> {
         Ok(u16::from_le_bytes(self.bytes(2)?.try_into().unwrap()))
+    }
+    /// One value in bincode's standard encoding, at most a sample's bytes.
+    fn decode<T: bincode::Decode<()>>(&mut self) -> Result<T, String> {
+        let rest = self.bytes.get(self.at..).unwrap_or_default();
+        let (value, used) = bincode::decode_from_slice::<T, _>(rest, sample_encoding()).map_err(|e| e.to_string())?;
+        self.at += used;
+        Ok(value)
     }
 }
 
@@ -425,12 +477,8 @@ impl ReplayBuffer {
         for index in 0..count {
             let sample = match version {
                 1 => PackedSample::read_v1(&mut reader),
-                _ => bincode::decode_from_slice::<PackedSample, _>(&body[reader.at..], sample_encoding())
-                    .map(|(sample, used)| {
-                        reader.at += used;
-                        sample
-                    })
-                    .map_err(|e| e.to_string()),
+                2 => reader.decode::<PackedSampleV2>().map(PackedSample::from),
+                _ => reader.decode::<PackedSample>(),
             };
             let sample = sample.and_then(|s| s.check().map(|()| s));
             samples.push_back(sample.map_err(|reason| ReplayError::Sample { index, reason })?);
@@ -473,14 +521,19 @@ mod tests {
 
     use super::*;
 
+    /// A random game's samples, each with the next one's visits as its
+    /// reply (the last without).
     fn game_samples(size: &str, seed: u64) -> Vec<PackedSample> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut position = Position::start(size.parse().unwrap());
-        let mut out = Vec::new();
+        let mut out: Vec<PackedSample> = Vec::new();
         while !position.is_over() {
             let moves = position.moves();
             let visits: Vec<_> = moves.iter().map(|&m| (m, rng.random_range(0..50u32))).collect();
-            out.push(PackedSample::new(&position, visits, if out.len() % 2 == 0 { 1.0 } else { -1.0 }));
+            if let Some(last) = out.last_mut() {
+                last.set_reply(visits.iter().copied());
+            }
+            out.push(PackedSample::new(&position, visits, if out.len().is_multiple_of(2) { 1.0 } else { -1.0 }));
             position.play_unchecked(moves[rng.random_range(0..moves.len())]);
         }
         out
@@ -513,6 +566,17 @@ mod tests {
                 assert!(s.policy.iter().all(|(m, _)| moves.contains(m)), "{sym:?}");
             }
         }
+        // A reply is the opponent's moves in the next position, under the
+        // same symmetry.
+        let samples = game_samples("6x8", 6);
+        for pair in samples.windows(2) {
+            for &sym in Symmetry::of(pair[0].size()) {
+                let (reply, next) = (pair[0].unpack(sym).reply, pair[1].unpack(sym));
+                assert_eq!(reply, next.policy, "{sym:?}");
+                assert_ne!(pair[0].unpack(sym).position, next.position);
+            }
+        }
+        assert!(samples.last().unwrap().unpack(Symmetry::Identity).reply.is_empty());
     }
 
     #[test]
@@ -553,15 +617,38 @@ mod tests {
         out
     }
 
+    /// The version 2 layout of `samples` (replies dropped), as earlier
+    /// builds wrote it.
+    fn version_2(samples: &[PackedSample]) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&2u32.to_le_bytes());
+        out.extend_from_slice(&(samples.len() as u64).to_le_bytes());
+        for s in samples {
+            let fields = (s.cols, s.rows, s.white_to_move, &s.cells, &s.visits, s.value);
+            bincode::encode_into_std_write(fields, &mut out, sample_encoding()).unwrap();
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
     #[test]
-    fn files_of_version_1_still_load_and_version_2_is_written() {
+    fn files_of_versions_1_and_2_still_load_and_version_3_is_written() {
         let samples: Vec<PackedSample> = game_samples("6x6", 1).into_iter().chain(game_samples("5x7", 2)).collect();
-        let old = ReplayBuffer::from_bytes(&version_1(&samples), 1000).unwrap();
-        assert_eq!(old.iter().cloned().collect::<Vec<_>>(), samples);
-        let new = old.to_bytes();
+        assert!(samples.iter().filter(|s| !s.reply.is_empty()).count() > samples.len() / 2);
+        let without_replies: Vec<PackedSample> =
+            samples.iter().map(|s| PackedSample { reply: Box::default(), ..s.clone() }).collect();
+        for old in [version_1(&samples), version_2(&samples)] {
+            let old = ReplayBuffer::from_bytes(&old, 1000).unwrap();
+            assert_eq!(old.iter().cloned().collect::<Vec<_>>(), without_replies);
+        }
+        let mut window = ReplayBuffer::new(1000);
+        window.extend(samples.iter().cloned());
+        let new = window.to_bytes();
         assert_eq!(u32::from_le_bytes(new[MAGIC.len()..MAGIC.len() + 4].try_into().unwrap()), REPLAY_VERSION);
-        assert_eq!(ReplayBuffer::from_bytes(&new, 1000).unwrap(), old);
-        assert!(new.len() < version_1(&samples).len(), "bincode's varints pack smaller than fixed u16s");
+        assert_eq!(ReplayBuffer::from_bytes(&new, 1000).unwrap(), window);
+        let without = ReplayBuffer::from_bytes(&version_1(&samples), 1000).unwrap().to_bytes();
+        assert!(without.len() < version_1(&samples).len(), "bincode's varints pack smaller than fixed u16s");
         // A version of the future is refused by number.
         let mut future = new.clone();
         future[MAGIC.len()..MAGIC.len() + 4].copy_from_slice(&9u32.to_le_bytes());

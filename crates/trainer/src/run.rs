@@ -117,6 +117,9 @@ pub struct PartialIteration {
     /// taken (0 without that output).
     #[serde(default)]
     pub soft_policy_sum: u64,
+    /// The same of the reply policy loss.
+    #[serde(default)]
+    pub reply_policy_sum: u64,
     /// Samples trained on so far.
     pub trained_samples: u64,
     /// Seconds of self-play.

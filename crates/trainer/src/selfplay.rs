@@ -311,6 +311,9 @@ struct Game {
     gathered: usize,
     /// Full-search samples as recorded.
     samples: Vec<Recorded>,
+    /// Whether the last sample recorded waits for its reply target (the
+    /// search of the position after its move).
+    reply_pending: bool,
 }
 
 /// A full-search sample before the game's result is known.
@@ -329,6 +332,9 @@ struct Worker<'a> {
     job: &'a SelfPlayJob<'a>,
     evaluator: CachedEvaluator<NetEvaluator>,
     solver: Option<Solver>,
+    /// Whether samples get reply targets: the network trains a reply
+    /// policy output.
+    replies: bool,
     stats: SelfPlayStats,
     /// Another worker failed: stop as if stopped.
     failed: &'a AtomicBool,
@@ -339,7 +345,8 @@ impl<'a> Worker<'a> {
         let solver = (job.config.solver_max_stones > 0).then(|| Solver::new(16));
         // The network is fixed for the phase, so its outputs stay valid.
         let evaluator = CachedEvaluator::new(evaluator, job.config.eval_cache);
-        Worker { job, evaluator, solver, stats: SelfPlayStats::default(), failed }
+        let replies = job.net.config().reply_policy;
+        Worker { job, evaluator, solver, replies, stats: SelfPlayStats::default(), failed }
     }
 
     fn start(&self, index: usize) -> Game {
@@ -362,6 +369,7 @@ impl<'a> Worker<'a> {
             first: 0,
             gathered: 0,
             samples: Vec::new(),
+            reply_pending: false,
         };
         self.plan_move(&mut game);
         game
@@ -432,6 +440,12 @@ impl<'a> Worker<'a> {
     fn play_move(&mut self, game: &mut Game) -> bool {
         let config = self.job.config;
         let mut solved = false;
+        if game.reply_pending {
+            // This search is the opponent's reply to the last sample's move.
+            let last = game.samples.last_mut().expect("a sample waits");
+            last.sample.set_reply(game.search.policy_target());
+        }
+        game.reply_pending = game.full && self.replies;
         if game.full {
             let mut visits = game.search.policy_target();
             let exact = self.solve(&game.position, &mut visits);
@@ -598,15 +612,25 @@ fn surprise_copies(surprises: &[f32], weight: f64, rng: &mut ChaCha8Rng) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use konane_nn::train::Sample;
     use konane_nn::{NetConfig, init_net};
     use konane_rules::Symmetry;
 
+    /// A tiny seeded network.
+    fn tiny_net() -> Net {
+        init_net(&NetConfig::new().with_blocks(1).with_channels(8), &Backend::Flex.device(), 3)
+    }
+
     /// Plays `config.games` 5x5 games with a tiny seeded network on one thread.
     fn play_5x5(config: &SelfPlayConfig, seed: u64) -> (Vec<GameOutput>, SelfPlayStats) {
-        let net = init_net(&NetConfig::new().with_blocks(1).with_channels(8), &Backend::Flex.device(), 3);
+        play_5x5_with(&tiny_net(), config, seed)
+    }
+
+    /// Plays `config.games` 5x5 games with `net` on one thread.
+    fn play_5x5_with(net: &Net, config: &SelfPlayConfig, seed: u64) -> (Vec<GameOutput>, SelfPlayStats) {
         let stop = AtomicBool::new(false);
         let job = SelfPlayJob {
-            net: &net,
+            net,
             backend: Backend::Flex,
             config,
             sizes: &[Size::new(5, 5).unwrap()],
@@ -752,6 +776,45 @@ mod tests {
             assert_eq!((p.index, p.plies, p.winner), (c.index, c.plies, c.winner));
             assert!(p.samples == c.samples, "game {}: the samples differ", p.index);
         }
+    }
+
+    /// A network with a reply output gets each sample's reply target from
+    /// the search after its move, fast or full, and plays the same games.
+    #[test]
+    fn samples_get_the_next_search_as_their_reply_target_when_the_network_trains_one() {
+        let plain = tiny_net();
+        let wanted = plain.config().with_reply_policy(true);
+        let with_reply = plain.clone().with_training_outputs_of(&wanted, &Backend::Flex.device(), 1);
+        let (without, _) = play_5x5_with(&plain, &six_games(), 29);
+        let (with, _) = play_5x5_with(&with_reply, &six_games(), 29);
+        for (w, p) in with.iter().zip(&without) {
+            assert_eq!((w.plies, w.winner), (p.plies, p.winner), "the same game");
+            let unpacked: Vec<Sample> = w.samples.iter().map(|s| s.unpack(Symmetry::Identity)).collect();
+            assert!(p.samples.iter().all(|s| s.unpack(Symmetry::Identity).reply.is_empty()));
+            // Every position is searched in full: a reply is the next sample's target.
+            for pair in unpacked.windows(2) {
+                assert_eq!(pair[0].reply, pair[1].policy, "game {}", w.index);
+            }
+            assert!(unpacked.last().unwrap().reply.is_empty(), "the last move has no reply");
+        }
+        // With fast searches between the recorded ones, a sample's reply is
+        // still the opponent's: every reply jump starts from an opponent stone.
+        let config = SelfPlayConfig { full_search_probability: 0.5, fast_simulations: 8, ..six_games() };
+        let (games, _) = play_5x5_with(&with_reply, &config, 31);
+        let mut replies = 0;
+        for game in &games {
+            for (i, sample) in game.samples.iter().enumerate() {
+                let (position, reply) = (sample.position(), sample.unpack(Symmetry::Identity).reply);
+                assert!(!reply.is_empty() || i + 1 == game.samples.len(), "game {} sample {i}", game.index);
+                for (mv, _) in &reply {
+                    if let Move::Jump { from, .. } = *mv {
+                        assert_eq!(position.stone_at(from), Some(position.side_to_move().opposite()), "{mv:?}");
+                        replies += 1;
+                    }
+                }
+            }
+        }
+        assert!(replies > 20, "{replies}");
     }
 
     /// The surprise is the KL divergence from the prior to the normalised

@@ -394,16 +394,17 @@ fn learner_for(config: &TrainConfig, net: &Net) -> Learner {
 
 /// The network a run started with `init_from` begins with: it must have
 /// the config's shape, or its weights could not train under that config
-/// (the soft policy output aside, which is added fresh or dropped).
+/// (the training-only outputs aside, which are added fresh or dropped).
 fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device) -> Result<Net, TrainError> {
     let file = checkpoint::resolve(path)?;
     let (net, header) = checkpoint::load(&file, device)?;
     let wanted = config.network.clone();
-    // The soft policy output is training's alone: a run may add or drop it.
-    if header.net.clone().with_soft_policy(wanted.soft_policy) != wanted {
+    // The soft and reply policy outputs are training's alone: a run may add
+    // or drop them.
+    if header.net.clone().with_training_outputs_of(&wanted) != wanted {
         return Err(TrainError::InitShape { file, found: header.net.name(), wanted: wanted.name() });
     }
-    Ok(net.with_soft_policy(wanted.soft_policy, device, config.seed))
+    Ok(net.with_training_outputs_of(&wanted, device, config.seed))
 }
 
 /// Config keys a resumed run cannot take a new value for, with the reason:
@@ -691,6 +692,7 @@ impl Loop {
         let progress = PhaseProgress::start(&*self.observer, Phase::Training, steps, done);
         let mut sums = partial.loss_sums.map(f64::from_bits);
         let mut soft_sum = f64::from_bits(partial.soft_policy_sum);
+        let mut reply_sum = f64::from_bits(partial.reply_policy_sum);
         let (first_step, total_steps) = (self.state.steps, self.total_steps());
         let observer = &*self.observer;
         let (mut taken, mut trained_samples) = (0u64, 0u64);
@@ -706,6 +708,7 @@ impl Loop {
                     *sum += loss as f64;
                 }
                 soft_sum += losses.soft_policy as f64;
+                reply_sum += losses.reply_policy as f64;
                 progress.advance(&format!("policy {:.3} value {:.3}", losses.policy, losses.value));
                 observer.step_taken(first_step + k + 1);
             })
@@ -723,6 +726,7 @@ impl Loop {
         partial.trained_samples += trained_samples;
         partial.loss_sums = sums.map(f64::to_bits);
         partial.soft_policy_sum = soft_sum.to_bits();
+        partial.reply_policy_sum = reply_sum.to_bits();
         partial.train_seconds += started.elapsed().as_secs_f64();
         self.net = self.learner.inference_net(&config.backend.device());
         // The last step's update is seen by no loss: check the weights.
@@ -773,6 +777,11 @@ impl Loop {
             policy_entropy: entropy,
             target_entropy,
             soft_policy_loss: self.config.network.soft_policy.then(|| f64::from_bits(partial.soft_policy_sum) / steps),
+            reply_policy_loss: self
+                .config
+                .network
+                .reply_policy
+                .then(|| f64::from_bits(partial.reply_policy_sum) / steps),
             elo_chain: self.state.elo_chain,
             sizes: if self.config.sizes.len() > 1 { stats.sizes.clone() } else { BTreeMap::new() },
             ingest: partial.ingest.clone(),

@@ -64,6 +64,7 @@ pub fn train_steps<R: Rng + ?Sized>(
             ("policy entropy", losses.policy_entropy),
             ("target entropy", losses.target_entropy),
             ("soft policy loss", losses.soft_policy),
+            ("reply policy loss", losses.reply_policy),
         ];
         if let Some((name, value)) = named.iter().find(|(_, v)| !v.is_finite()) {
             return Err(TrainError::Diverged {

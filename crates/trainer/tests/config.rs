@@ -83,6 +83,8 @@ fn an_out_of_range_value_names_the_key_and_the_reason() {
         ("[selfplay.search]\nroot_policy_temperature = inf\n", "selfplay.search.root_policy_temperature", "[0.1, 10]"),
         ("[training.learner]\nsoft_policy_weight = -1\n", "training.learner.soft_policy_weight", "[0, 100]"),
         ("[training.learner]\nsoft_policy_weight = nan\n", "training.learner.soft_policy_weight", "[0, 100]"),
+        ("[training.learner]\nreply_policy_weight = 101\n", "training.learner.reply_policy_weight", "[0, 100]"),
+        ("[training.learner]\nreply_policy_weight = nan\n", "training.learner.reply_policy_weight", "[0, 100]"),
         ("sizes = [\"6x\"]\n", "sizes", "6x"),
         ("sizes = []\n", "sizes", "at least one"),
         ("[evaluation]\nopponents = [\"minimax\"]\n", "evaluation.opponents", "unknown player"),

@@ -534,18 +534,21 @@ fn a_run_can_start_from_another_runs_network() {
     let err = err.to_string();
     assert!(err.contains("b1c8") && err.contains("b1c16"), "{err}");
     assert!(!third.exists());
-    // The soft policy output is not part of that: a run that trains one
-    // starts from the same network with a fresh output beside it.
+    // The soft and reply policy outputs are not part of that: a run that
+    // trains them starts from the same network with fresh outputs beside it.
     config.network.channels = 8;
     config.network.soft_policy = true;
+    config.network.reply_policy = true;
     let soft = root.path().join("soft");
     train(TrainOptions { init_from: Some(first.clone()), ..options(Some(config), &soft) }).unwrap();
     let start = soft.join("checkpoints/iter-000000/net.knet");
     assert!(same(&latest_net(&start), &source), "play reads the same network");
     let header = konane_nn::checkpoint::read_header(&konane_nn::checkpoint::resolve(&soft).unwrap()).unwrap();
-    assert!(header.net.soft_policy);
+    assert!(header.net.soft_policy && header.net.reply_policy);
     let metrics = metrics_without_timing(&soft);
-    let soft_loss = metrics[0]["soft_policy_loss"].as_f64().unwrap();
-    assert!(soft_loss > 0.0 && soft_loss.is_finite(), "{soft_loss}");
-    assert!(metrics_without_timing(&second)[0].get("soft_policy_loss").is_none());
+    for key in ["soft_policy_loss", "reply_policy_loss"] {
+        let loss = metrics[0][key].as_f64().unwrap();
+        assert!(loss > 0.0 && loss.is_finite(), "{key} {loss}");
+        assert!(metrics_without_timing(&second)[0].get(key).is_none(), "{key}");
+    }
 }

@@ -120,6 +120,8 @@ struct Layout {
     policy_out: Dense,
     /// The soft policy output, if the network has one.
     policy_soft: Option<Dense>,
+    /// The reply policy output, if the network has one.
+    policy_reply: Option<Dense>,
     value_conv: Dense,
     value_hidden: Dense,
     value_out: Dense,
@@ -174,6 +176,7 @@ impl Layout {
             policy_hidden: conv3("policy_hidden"),
             policy_out: conv1("policy_out"),
             policy_soft: parameters.paths.iter().any(|p| p == "policy_soft.weight").then(|| conv1("policy_soft")),
+            policy_reply: parameters.paths.iter().any(|p| p == "policy_reply.weight").then(|| conv1("policy_reply")),
             value_conv: conv1("value_conv"),
             value_hidden: linear("value_hidden"),
             value_out: linear("value_out"),
@@ -185,7 +188,9 @@ impl Layout {
         for conv in convs {
             layout.kinds[conv.weight] = Kind::Winograd { inputs: conv.inputs, outputs: conv.outputs };
         }
-        for dense in [layout.policy_out, layout.value_conv].into_iter().chain(layout.policy_soft) {
+        for dense in
+            [layout.policy_out, layout.value_conv].into_iter().chain(layout.policy_soft).chain(layout.policy_reply)
+        {
             layout.kinds[dense.weight] = Kind::Transposed { inputs: dense.inputs, outputs: dense.outputs };
         }
         layout
@@ -249,6 +254,7 @@ struct Slot {
     grads: Vec<Vec<f32>>,
     policy: f64,
     soft: f64,
+    reply: f64,
     value: f64,
     entropy: f64,
 }
@@ -260,7 +266,7 @@ impl Slot {
             grad.clear();
             grad.resize(size, 0.0);
         }
-        (self.policy, self.soft, self.value, self.entropy) = (0.0, 0.0, 0.0, 0.0);
+        (self.policy, self.soft, self.reply, self.value, self.entropy) = (0.0, 0.0, 0.0, 0.0, 0.0);
     }
 }
 
@@ -280,6 +286,7 @@ struct Workspace {
     policy_hidden: Vec<f32>,
     logits: Vec<f32>,
     soft_logits: Vec<f32>,
+    reply_logits: Vec<f32>,
     value_planes: Vec<f32>,
     pooled: Vec<f32>,
     argmax: Vec<u32>,
@@ -293,6 +300,7 @@ struct Workspace {
     d_policy_hidden: Vec<f32>,
     d_logits: Vec<f32>,
     d_soft_logits: Vec<f32>,
+    d_reply_logits: Vec<f32>,
     d_value_planes: Vec<f32>,
     d_pooled: Vec<f32>,
     d_value_hidden: Vec<f32>,
@@ -323,12 +331,15 @@ impl Workspace {
         }
         let (p, v, h) = (layout.policy_hidden.outputs, layout.value_conv.outputs, layout.value_hidden.outputs);
         let tiles = batch * geometry.tiles_per_position();
-        let soft = if layout.policy_soft.is_some() { padded * MOVE_KINDS } else { 0 };
+        let logits_of = |output: Option<Dense>| if output.is_some() { padded * MOVE_KINDS } else { 0 };
+        let (soft, reply) = (logits_of(layout.policy_soft), logits_of(layout.policy_reply));
         for (buffer, len) in [
             (&mut self.policy_hidden, padded * p),
             (&mut self.logits, padded * MOVE_KINDS),
             (&mut self.soft_logits, soft),
             (&mut self.d_soft_logits, soft),
+            (&mut self.reply_logits, reply),
+            (&mut self.d_reply_logits, reply),
             (&mut self.value_planes, padded * v),
             (&mut self.pooled, batch * 2 * v),
             (&mut self.value_hidden, batch * h),
@@ -358,8 +369,7 @@ impl Workspace {
 struct Model<'a> {
     layout: &'a Layout,
     weights: &'a [Vec<f32>],
-    value_weight: f32,
-    soft_policy_weight: f32,
+    settings: LearnerConfig,
 }
 
 impl Model<'_> {
@@ -481,7 +491,7 @@ impl Model<'_> {
     /// the whole step's positions, for a mean) and loss sums to `slot`.
     fn chunk(&self, ws: &mut Workspace, data: &PreparedBatch, range: Range<usize>, scale: f32, slot: &mut Slot) {
         let layout = self.layout;
-        let value_weight = self.value_weight;
+        let value_weight = self.settings.value_weight;
         let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
         let (cells, cols) = (geometry.cells(), geometry.cols);
         let batch = range.len();
@@ -512,6 +522,9 @@ impl Model<'_> {
         if let Some(soft) = layout.policy_soft {
             self.dense_forward(soft, rows_padded, &ws.policy_hidden, &mut ws.soft_logits, false);
         }
+        if let Some(reply) = layout.policy_reply {
+            self.dense_forward(reply, rows_padded, &ws.policy_hidden, &mut ws.reply_logits, false);
+        }
         self.dense_forward(layout.value_conv, rows_padded, tower, &mut ws.value_planes, true);
         let v = layout.value_conv.outputs;
         for b in 0..batch {
@@ -538,10 +551,10 @@ impl Model<'_> {
         // Losses and their gradients at the outputs.
         let d_logits = &mut ws.d_logits[..rows_padded * MOVE_KINDS];
         d_logits.fill(0.0);
-        let soft_scale = self.soft_policy_weight * scale;
-        if layout.policy_soft.is_some() {
-            ws.d_soft_logits[..rows_padded * MOVE_KINDS].fill(0.0);
-        }
+        let soft_scale = self.settings.soft_policy_weight * scale;
+        let reply_scale = self.settings.reply_policy_weight * scale;
+        ws.d_soft_logits.fill(0.0);
+        ws.d_reply_logits.fill(0.0);
         for b in 0..batch {
             let i = range.start + b;
             let moves = data.starts[i]..data.starts[i + 1];
@@ -558,6 +571,13 @@ impl Model<'_> {
                 let soft_targets = &data.soft_targets[moves];
                 let d_soft = &mut ws.d_soft_logits[..];
                 slot.soft += cross_entropy(&ws.soft_logits, legal, soft_targets, d_soft, soft_scale).0;
+            }
+            let per = data.reply_moves.len();
+            let reply_targets = data.reply_targets.get(i * per..(i + 1) * per).unwrap_or_default();
+            if layout.policy_reply.is_some() && reply_targets.iter().any(|&t| t > 0.0) {
+                let on_board = data.reply_moves.iter().map(|&m| at(m));
+                let d_reply = &mut ws.d_reply_logits[..];
+                slot.reply += cross_entropy(&ws.reply_logits, on_board, reply_targets, d_reply, reply_scale).0;
             }
             let value = ws.values[b].tanh();
             let diff = value - data.values[i];
@@ -610,6 +630,10 @@ impl Model<'_> {
         if let Some(soft) = layout.policy_soft {
             let d_soft = &ws.d_soft_logits;
             self.dense_backward(soft, rows_padded, &ws.policy_hidden, d_soft, grads, Some(d_hidden), true);
+        }
+        if let Some(reply) = layout.policy_reply {
+            let d_reply = &ws.d_reply_logits;
+            self.dense_backward(reply, rows_padded, &ws.policy_hidden, d_reply, grads, Some(d_hidden), true);
         }
         let width = layout.policy_hidden.outputs;
         relu_backward(&mut d_hidden[..rows_padded * width], &ws.policy_hidden);
@@ -750,12 +774,7 @@ impl NativeLearner {
         if self.slots.len() < chunks {
             self.slots.resize_with(chunks, Slot::default);
         }
-        let model = Model {
-            layout,
-            weights: &self.weights,
-            value_weight: self.settings.value_weight,
-            soft_policy_weight: self.settings.soft_policy_weight,
-        };
+        let model = Model { layout, weights: &self.weights, settings: self.settings };
         let sizes = &self.native_sizes;
         let mut rest = &mut self.slots[..chunks];
         for data in groups {
@@ -802,6 +821,7 @@ impl NativeLearner {
             }
             first.policy += slot.policy;
             first.soft += slot.soft;
+            first.reply += slot.reply;
             first.value += slot.value;
             first.entropy += slot.entropy;
         }
@@ -814,6 +834,7 @@ impl NativeLearner {
             policy_entropy: (first.entropy / n) as f32,
             target_entropy: (target_entropy / n) as f32,
             soft_policy: (first.soft / n) as f32,
+            reply_policy: (first.reply / n) as f32,
         }
     }
 
@@ -957,14 +978,15 @@ impl NativeLearner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::{index_move, move_index, policy_len};
     use crate::init_net;
     use crate::model::NetConfig;
     use crate::train::{Learner, Sample, loss_sums};
     use burn::module::ModuleVisitor;
     use burn::optim::GradientsParams;
     use burn::tensor::Device;
-    use konane_rules::Size;
     use konane_rules::sample::cycled_positions;
+    use konane_rules::{Move, Size};
 
     /// A small net with its gates switched on (fresh gates are zero, which
     /// would hide the residual branches' gradients).
@@ -978,7 +1000,9 @@ mod tests {
         net
     }
 
-    /// Positions of `size` with spread targets and values.
+    /// Positions of `size` with spread targets and values, and reply
+    /// targets spread over the next position's moves (none for every third
+    /// position, as at a game's end).
     fn batch(size: Size, n: usize) -> Vec<Sample> {
         cycled_positions(size, n)
             .into_iter()
@@ -991,7 +1015,13 @@ mod tests {
                 let weights: Vec<f32> = (0..moves.len()).map(|j| ((i + 3 * j) % 5) as f32 + 0.5).collect();
                 let total: f32 = weights.iter().sum();
                 let policy = moves.iter().zip(&weights).map(|(&mv, w)| (mv, w / total)).collect();
-                Some(Sample { position, policy, value: ((i % 7) as f32 - 3.0) / 3.5 })
+                let mut next = position;
+                next.play_unchecked(moves[i % moves.len()]);
+                let replies = if i % 3 == 0 { Vec::new() } else { next.moves().to_vec() };
+                let spread = |j: usize| (j % 3) as f32 + 1.0;
+                let total: f32 = (0..replies.len()).map(spread).sum();
+                let reply = replies.iter().enumerate().map(|(j, &mv)| (mv, spread(j) / total)).collect();
+                Some(Sample { position, policy, value: ((i % 7) as f32 - 3.0) / 3.5, reply })
             })
             .collect()
     }
@@ -1001,8 +1031,11 @@ mod tests {
     fn burn_gradients(net: &Net, data: &PreparedBatch, settings: LearnerConfig) -> (Vec<Vec<f32>>, f32) {
         let device = Device::flex().autodiff();
         let net = net.clone().to_device(&device).train();
-        let ([policy, soft, value], _) = loss_sums(&net, data.tensors(&device));
-        let weighted = policy + value.mul_scalar(settings.value_weight) + soft.mul_scalar(settings.soft_policy_weight);
+        let ([policy, soft, reply, value], _) = loss_sums(&net, data.tensors(&device));
+        let weighted = policy
+            + value.mul_scalar(settings.value_weight)
+            + soft.mul_scalar(settings.soft_policy_weight)
+            + reply.mul_scalar(settings.reply_policy_weight);
         let loss = weighted.div_scalar(data.len() as f64);
         let loss_value = loss.clone().into_data().try_to_vec::<f32>().unwrap()[0];
         let grads = GradientsParams::from_grads(loss.backward(), &net);
@@ -1037,12 +1070,21 @@ mod tests {
     #[test]
     fn gradients_match_burns_autograd_on_every_shape_of_board() {
         let plain = gated_net(2, 12, 4);
-        let soft = plain.clone().with_soft_policy(true, &Device::flex(), 7);
-        for net in [plain, soft] {
-            let has_soft = net.config().soft_policy;
-            let settings = LearnerConfig { value_weight: 1.5, soft_policy_weight: 3.0, ..LearnerConfig::default() };
+        let with = |soft: bool, reply: bool| {
+            let outputs = plain.config().with_soft_policy(soft).with_reply_policy(reply);
+            plain.clone().with_training_outputs_of(&outputs, &Device::flex(), 7)
+        };
+        for net in [with(false, false), with(true, false), with(false, true), with(true, true)] {
+            let (has_soft, has_reply) = (net.config().soft_policy, net.config().reply_policy);
+            let settings = LearnerConfig {
+                value_weight: 1.5,
+                soft_policy_weight: 3.0,
+                reply_policy_weight: 0.7,
+                ..LearnerConfig::default()
+            };
             let mut learner = NativeLearner::new(&net, settings);
             assert_eq!(learner.layout.policy_soft.is_some(), has_soft);
+            assert_eq!(learner.layout.policy_reply.is_some(), has_reply);
             // Even and odd sides, a single row, a rectangle, a batch cut into
             // several chunks (4x4 has 4 tiles: 128 positions a chunk).
             for (size, n) in [("8x8", 6), ("5x7", 5), ("1x6", 3), ("3x3", 4), ("13x20", 2), ("4x4", 300)] {
@@ -1051,10 +1093,12 @@ mod tests {
                 let data = PreparedBatch::new(&samples);
                 let losses = learner.gradient(std::slice::from_ref(&data));
                 assert_eq!(losses.soft_policy > 0.0, has_soft, "{size}: {losses:?}");
+                assert_eq!(losses.reply_policy > 0.0, has_reply, "{size}: {losses:?}");
                 let (expected, burn_loss) = burn_gradients(&net, &data, settings);
                 let native_loss = losses.policy
                     + settings.value_weight * losses.value
-                    + settings.soft_policy_weight * losses.soft_policy;
+                    + settings.soft_policy_weight * losses.soft_policy
+                    + settings.reply_policy_weight * losses.reply_policy;
                 assert!((native_loss - burn_loss).abs() < 1e-4 * burn_loss.abs().max(1.0), "{size}: loss");
                 for ((path, got), want) in learner.parameters.paths.iter().zip(&learner.grads).zip(&expected) {
                     let scale = want.iter().fold(0.0f32, |m, x| m.max(x.abs()));
@@ -1067,10 +1111,13 @@ mod tests {
     }
 
     #[test]
-    fn the_soft_target_is_the_visits_flattened_and_only_trains_the_shared_layers_through_its_head() {
+    fn the_soft_target_is_the_visits_flattened_and_the_reply_target_the_next_positions_visits() {
         let samples = with_unvisited_moves(batch("6x6".parse().unwrap(), 5));
         let data = PreparedBatch::new(&samples);
-        for i in 0..data.len() {
+        let per = data.reply_moves.len();
+        let size = data.size;
+        assert_eq!(per, (0..policy_len(size)).filter(|&i| index_move(size, i).is_some()).count());
+        for (i, sample) in samples.iter().enumerate() {
             let moves = data.starts[i]..data.starts[i + 1];
             let (targets, soft) = (&data.targets[moves.clone()], &data.soft_targets[moves]);
             assert!((soft.iter().sum::<f32>() - 1.0).abs() < 1e-5);
@@ -1081,31 +1128,51 @@ mod tests {
                 // Flatter: each ratio to the most visited move is its fourth root.
                 assert!((s / s_max - (t / t_max).powf(0.25)).abs() < 1e-5, "{t} -> {s}");
             }
+            // The reply target is the sample's own, placed at each move's index.
+            let reply = &data.reply_targets[i * per..(i + 1) * per];
+            let placed: Vec<(Move, f32)> = data
+                .reply_moves
+                .iter()
+                .zip(reply)
+                .filter(|&(_, &p)| p > 0.0)
+                .map(|(&index, &p)| (index_move(size, index as usize).unwrap(), p))
+                .collect();
+            let mut expected = sample.reply.clone();
+            expected.sort_by_key(|&(mv, _)| move_index(size, mv));
+            assert_eq!(placed, expected, "sample {i}");
         }
-        // The soft loss changes the shared layers' gradient, and the main
-        // policy output's gradient not at all.
-        let net = gated_net(1, 8, 3).with_soft_policy(true, &Device::flex(), 1);
-        let gradients = |weight: f32| {
-            let settings = LearnerConfig { soft_policy_weight: weight, ..LearnerConfig::default() };
+        assert!(samples.iter().any(|s| s.reply.is_empty()) && samples.iter().any(|s| !s.reply.is_empty()));
+        // Each extra loss changes the shared layers' gradient and its own
+        // output's, and no other output's.
+        let both = NetConfig::new().with_blocks(1).with_channels(8).with_soft_policy(true).with_reply_policy(true);
+        let net = gated_net(1, 8, 3).with_training_outputs_of(&both, &Device::flex(), 1);
+        let gradients = |soft_policy_weight: f32, reply_policy_weight: f32| {
+            let settings = LearnerConfig { soft_policy_weight, reply_policy_weight, ..LearnerConfig::default() };
             let mut learner = NativeLearner::new(&net, settings);
             learner.gradient(std::slice::from_ref(&data));
             learner.parameters.paths.iter().cloned().zip(learner.grads).collect::<Vec<_>>()
         };
-        let (without, with) = (gradients(0.0), gradients(8.0));
-        for ((path, a), (_, b)) in without.iter().zip(&with) {
-            let same = a == b;
-            let expected_same = path.starts_with("policy_out.") || path.starts_with("value_");
-            assert_eq!(same, expected_same, "{path}");
+        let none = gradients(0.0, 0.0);
+        for (weights, own) in [((8.0, 0.0), "policy_soft."), ((0.0, 2.0), "policy_reply.")] {
+            let with = gradients(weights.0, weights.1);
+            for ((path, a), (_, b)) in none.iter().zip(&with) {
+                let is_head = |head: &str| path.starts_with(head);
+                let other_output = ["policy_out.", "policy_soft.", "policy_reply.", "value_"]
+                    .into_iter()
+                    .any(|head| head != own && is_head(head));
+                assert_eq!(a == b, other_output, "{own} {path}");
+            }
         }
     }
 
     #[test]
     fn a_step_matches_burns_optimizers_and_threads_change_nothing() {
         let plain = gated_net(1, 8, 9);
-        let soft = plain.clone().with_soft_policy(true, &Device::flex(), 2);
+        let both = plain.config().with_soft_policy(true).with_reply_policy(true);
+        let extra = plain.clone().with_training_outputs_of(&both, &Device::flex(), 2);
         let samples = with_unvisited_moves(batch("6x6".parse().unwrap(), 40));
         for (net, optimizer) in
-            [(&plain, OptimizerKind::Adamw), (&plain, OptimizerKind::Sgd), (&soft, OptimizerKind::Adamw)]
+            [(&plain, OptimizerKind::Adamw), (&plain, OptimizerKind::Sgd), (&extra, OptimizerKind::Adamw)]
         {
             let settings = LearnerConfig { optimizer, ..LearnerConfig::default() };
             let mut burn = Learner::new(net.clone(), crate::Backend::Flex, settings);
@@ -1119,6 +1186,7 @@ mod tests {
                 assert_eq!(o, t, "{optimizer:?}: threads change the losses");
                 assert!((b.policy - o.policy).abs() < 1e-4 && (b.value - o.value).abs() < 1e-4, "{optimizer:?}");
                 assert!((b.soft_policy - o.soft_policy).abs() < 1e-4, "{optimizer:?}: {b:?} {o:?}");
+                assert!((b.reply_policy - o.reply_policy).abs() < 1e-4, "{optimizer:?}: {b:?} {o:?}");
             }
             let device = Device::flex();
             let weights = |learner: &Learner| Parameters::read(&learner.inference_net(&device)).values;
@@ -1140,7 +1208,7 @@ mod tests {
         let (a, b) = (batch("6x6".parse().unwrap(), 7), batch("4x4".parse().unwrap(), 140));
         let mut mixed: Vec<Sample> = a.iter().chain(&b).cloned().collect();
         mixed.swap(0, 9);
-        let groups = PreparedBatch::by_size(&mixed, false);
+        let groups = PreparedBatch::by_size(&mixed, &net.config());
         assert_eq!(
             groups.iter().map(|g| (g.size.to_string(), g.len())).collect::<Vec<_>>(),
             [("4x4".to_string(), 140), ("6x6".to_string(), 7)]
