@@ -3,8 +3,9 @@
 //!
 //! A sample keeps its position as two bits per cell (an 8x8 board is 16
 //! bytes; float input planes would be 1.5 KB), the search's visit counts as
-//! `(policy index, visits)` pairs of `u16`, and the value target. Input
-//! planes are built only for the batch being trained on.
+//! `(policy index, visits)` pairs of `u16`, the value target, and (for a
+//! network with a reply policy output) the next search's visits the same
+//! way. Input planes are built only for the batch being trained on.
 //!
 //! File layout, written atomically:
 //!
