@@ -208,7 +208,11 @@ impl PreparedBatch {
             legal: Vec::new(),
             targets: Vec::new(),
             soft_targets: Vec::new(),
-            reply_moves: Vec::new(),
+            reply_moves: if net.reply_policy {
+                (0..policy_len(size) as u32).filter(|&i| index_move(size, i as usize).is_some()).collect()
+            } else {
+                Vec::new()
+            },
             reply_targets: Vec::new(),
             values: Vec::with_capacity(n),
             target_entropy: 0.0,
@@ -233,10 +237,6 @@ impl PreparedBatch {
             }
             data.starts.push(data.legal.len());
             if net.reply_policy {
-                if data.reply_moves.is_empty() {
-                    let on_board = (0..policy_len(size)).filter(|&i| index_move(size, i).is_some());
-                    data.reply_moves = on_board.map(|i| i as u32).collect();
-                }
                 let start = data.reply_targets.len();
                 data.reply_targets.resize(start + data.reply_moves.len(), 0.0);
                 for &(mv, p) in &sample.reply {

@@ -440,14 +440,15 @@ impl<'a> Worker<'a> {
     fn play_move(&mut self, game: &mut Game) -> bool {
         let config = self.job.config;
         let mut solved = false;
+        // The search's target, read once: this move's sample and the
+        // reply of the last sample (this search answers its move).
+        let target = (game.full || game.reply_pending).then(|| game.search.policy_target());
         if game.reply_pending {
-            // This search is the opponent's reply to the last sample's move.
             let last = game.samples.last_mut().expect("a sample waits");
-            last.sample.set_reply(game.search.policy_target());
+            last.sample.set_reply(target.iter().flatten().copied());
         }
         game.reply_pending = game.full && self.replies;
-        if game.full {
-            let mut visits = game.search.policy_target();
+        if let Some(mut visits) = target.filter(|_| game.full) {
             let exact = self.solve(&game.position, &mut visits);
             solved = exact.is_some();
             let root_value = game.search.root_value();

@@ -519,11 +519,11 @@ impl Model<'_> {
         let scratch = (&mut ws.transformed[..], &mut ws.products[..]);
         self.conv_forward(layout.policy_hidden, shape, tower, &mut ws.policy_hidden, true, scratch);
         self.dense_forward(layout.policy_out, rows_padded, &ws.policy_hidden, &mut ws.logits, false);
-        if let Some(soft) = layout.policy_soft {
-            self.dense_forward(soft, rows_padded, &ws.policy_hidden, &mut ws.soft_logits, false);
-        }
-        if let Some(reply) = layout.policy_reply {
-            self.dense_forward(reply, rows_padded, &ws.policy_hidden, &mut ws.reply_logits, false);
+        for (output, logits) in [(layout.policy_soft, &mut ws.soft_logits), (layout.policy_reply, &mut ws.reply_logits)]
+        {
+            if let Some(output) = output {
+                self.dense_forward(output, rows_padded, &ws.policy_hidden, logits, false);
+            }
         }
         self.dense_forward(layout.value_conv, rows_padded, tower, &mut ws.value_planes, true);
         let v = layout.value_conv.outputs;
@@ -627,13 +627,11 @@ impl Model<'_> {
         let d_hidden = &mut ws.d_policy_hidden;
         let d_logits = &ws.d_logits;
         self.dense_backward(layout.policy_out, rows_padded, &ws.policy_hidden, d_logits, grads, Some(d_hidden), false);
-        if let Some(soft) = layout.policy_soft {
-            let d_soft = &ws.d_soft_logits;
-            self.dense_backward(soft, rows_padded, &ws.policy_hidden, d_soft, grads, Some(d_hidden), true);
-        }
-        if let Some(reply) = layout.policy_reply {
-            let d_reply = &ws.d_reply_logits;
-            self.dense_backward(reply, rows_padded, &ws.policy_hidden, d_reply, grads, Some(d_hidden), true);
+        // The training-only outputs add their gradients to the hidden layer's.
+        for (output, d_out) in [(layout.policy_soft, &ws.d_soft_logits), (layout.policy_reply, &ws.d_reply_logits)] {
+            if let Some(output) = output {
+                self.dense_backward(output, rows_padded, &ws.policy_hidden, d_out, grads, Some(&mut *d_hidden), true);
+            }
         }
         let width = layout.policy_hidden.outputs;
         relu_backward(&mut d_hidden[..rows_padded * width], &ws.policy_hidden);
