@@ -22,24 +22,36 @@ pub mod train;
 mod winograd;
 
 use burn::tensor::Tensor;
-use winograd::{Epilogue, Geometry, convolve, dense, filter_transform, grow, transpose};
+use winograd::{Epilogue, Geometry, convolve, dense, filter_transform, filter_transform4, grow, transpose};
 
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
 use crate::model::Net;
 
-/// Tiles per sub-batch (32 positions of 8x8), measured: at 512 tiles a
-/// layer's Winograd-domain data (2 MiB each way at 64 channels) still runs
-/// at full speed, a whole batch of 128 8x8 positions in one piece ran at
-/// 0.65x as it spills out of the core's caches.
-pub(crate) const MAX_TILES: usize = 512;
+/// Winograd-domain elements per sub-batch (512 tiles of F(2x2, 3x3): 32
+/// positions of 8x8), measured: at this size a layer's Winograd-domain
+/// data (2 MiB each way at 64 channels) still runs at full speed, a whole
+/// batch of 128 8x8 positions in one piece ran at 0.65x as it spills out of
+/// the core's caches.
+pub(crate) const MAX_TILE_ELEMENTS: usize = 512 * 16;
+
+/// The same for F(4x4, 3x3), measured on Zen 4 (`konane bench-net`, 8x8
+/// b4c48, batch 32): sub-batches of 4-6 8x8 positions ran 8,400-9,100
+/// positions/s, of 8 7,800-8,400, of 16 7,000, of 56 6,500-7,800. Its
+/// products are element-major, so a sub-batch's rows stay in cache only
+/// while the sub-batch is small; F(2x2, 3x3) ran 6,200-6,700 at every
+/// size from 4 to 32 positions.
+pub(crate) const MAX_TILE_ELEMENTS_F4: usize = 5 * 4 * 36;
 
 /// A 3x3 convolution with "same" padding, its weights in the Winograd
 /// domain.
 struct WinogradConv {
     inputs: usize,
     outputs: usize,
-    /// `G g Gᵀ` for each of the 16 tile elements: `[16][inputs][outputs]`.
+    /// `G g Gᵀ` for each of the 16 tile elements of F(2x2, 3x3):
+    /// `[16][inputs][outputs]`.
     weights: Vec<f32>,
+    /// The same for the 36 of F(4x4, 3x3): `[36][inputs][outputs]`.
+    weights4: Vec<f32>,
     bias: Vec<f32>,
 }
 
@@ -78,8 +90,8 @@ struct Scratch {
     current: Vec<f32>,
     next: Vec<f32>,
     middle: Vec<f32>,
-    /// Winograd-domain inputs `[tile][16][channels]` and outputs
-    /// `[tile][16][channels]`.
+    /// Winograd-domain inputs `[tile][elements][channels]` and outputs
+    /// `[tile][elements][channels]`.
     transformed: Vec<f32>,
     products: Vec<f32>,
     policy_hidden: Vec<f32>,
@@ -96,7 +108,7 @@ fn values_of<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
 impl WinogradConv {
     fn new(conv: &burn::nn::conv::Conv2d) -> WinogradConv {
         let [outputs, inputs, kh, kw] = conv.weight.dims();
-        assert_eq!([kh, kw], [3, 3], "Winograd F(2x2, 3x3) needs 3x3 kernels");
+        assert_eq!([kh, kw], [3, 3], "Winograd F(m x m, 3x3) needs 3x3 kernels");
         assert!(
             conv.stride == [1, 1]
                 && conv.dilation == [1, 1]
@@ -104,10 +116,13 @@ impl WinogradConv {
                 && matches!(conv.padding, burn::nn::PaddingConfig2d::Same),
             "the native kernels implement stride-1, same-padded, ungrouped convolutions only"
         );
+        let kernels = values_of(conv.weight.val());
         let mut weights = vec![0.0; 16 * inputs * outputs];
-        filter_transform(&values_of(conv.weight.val()), inputs, outputs, &mut weights);
+        filter_transform(&kernels, inputs, outputs, &mut weights);
+        let mut weights4 = vec![0.0; 36 * inputs * outputs];
+        filter_transform4(&kernels, inputs, outputs, &mut weights4);
         let bias = conv.bias.as_ref().map_or_else(|| vec![0.0; outputs], |b| values_of(b.val()));
-        WinogradConv { inputs, outputs, weights, bias }
+        WinogradConv { inputs, outputs, weights, weights4, bias }
     }
 
     /// Convolves the padded `source` into `destination` (padded or
@@ -126,7 +141,8 @@ impl WinogradConv {
     ) {
         let shape = (self.inputs, self.outputs);
         let scratch = (transformed, products);
-        convolve((geometry, batch), shape, (&self.weights, &self.bias), source, scratch, epilogue, skip, destination);
+        let weights = if geometry.tile == 4 { &self.weights4 } else { &self.weights };
+        convolve((geometry, batch), shape, (weights, &self.bias), source, scratch, epilogue, skip, destination);
     }
 }
 
@@ -193,15 +209,15 @@ impl NativeNet {
         policy: &mut Vec<f32>,
         values: &mut Vec<f32>,
     ) {
-        let geometry = Geometry { rows, cols };
+        let geometry = Geometry::for_inference(rows, cols);
         let cells = rows * cols;
         assert_eq!(planes.len(), batch * INPUT_PLANES * cells, "planes of {batch} positions of {rows}x{cols}");
         policy.clear();
         policy.resize(batch * MOVE_KINDS * cells, 0.0);
         values.clear();
-        // Sub-batches of at most MAX_TILES tiles.
-        let (th, tw) = geometry.tiles();
-        let chunk = (MAX_TILES / (th * tw)).max(1);
+        // Sub-batches of at most MAX_TILE_ELEMENTS(_F4) Winograd-domain elements.
+        let most = if geometry.tile == 4 { MAX_TILE_ELEMENTS_F4 } else { MAX_TILE_ELEMENTS };
+        let chunk = (most / (geometry.tiles_per_position() * geometry.elements())).max(1);
         let mut start = 0;
         while start < batch {
             let n = chunk.min(batch - start);
@@ -301,11 +317,10 @@ impl NativeNet {
             s.geometry = geometry;
             s.capacity = positions;
         }
-        let (th, tw) = geometry.tiles();
-        let tiles = batch * th * tw;
+        let elements = batch * geometry.tiles_per_position() * geometry.elements();
         let cells = batch * geometry.rows * geometry.cols;
-        grow(&mut s.transformed, tiles * 16 * self.widest);
-        grow(&mut s.products, tiles * 16 * self.widest);
+        grow(&mut s.transformed, elements * self.widest);
+        grow(&mut s.products, elements * self.widest);
         grow(&mut s.policy_hidden, cells * self.policy_hidden.outputs);
         grow(&mut s.logits, cells * MOVE_KINDS);
         grow(&mut s.value_planes, batch * geometry.padded_cells() * self.value_conv.outputs);

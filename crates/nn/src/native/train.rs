@@ -492,7 +492,7 @@ impl Model<'_> {
     fn chunk(&self, ws: &mut Workspace, data: &PreparedBatch, range: Range<usize>, scale: f32, slot: &mut Slot) {
         let layout = self.layout;
         let value_weight = self.settings.value_weight;
-        let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
+        let geometry = Geometry::new(data.size.rows(), data.size.cols());
         let (cells, cols) = (geometry.cells(), geometry.cols);
         let batch = range.len();
         ws.prepare(layout, geometry, batch);
@@ -765,7 +765,7 @@ impl NativeLearner {
         // Each group is cut into chunks of its own size; the slots of all
         // groups' chunks are summed in order at the end.
         let per_chunk = |data: &PreparedBatch| {
-            let geometry = Geometry { rows: data.size.rows(), cols: data.size.cols() };
+            let geometry = Geometry::new(data.size.rows(), data.size.cols());
             (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1)
         };
         let chunks: usize = groups.iter().map(|data| data.len().div_ceil(per_chunk(data))).sum();

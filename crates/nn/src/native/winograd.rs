@@ -1,37 +1,77 @@
-//! Winograd F(2x2, 3x3) on the padded channels-last layout, forward and
-//! backward: the transforms that inference and training share, and a
+//! Winograd convolutions on the padded channels-last layout: F(2x2, 3x3)
+//! forward and backward, the transforms that inference and training share;
+//! F(4x4, 3x3) forward, which inference uses where it is cheaper; and a
 //! bounds-checked matrix product over `gemm`.
 //!
-//! Forward, per 4x4 input patch `d` (stride 2) and 3x3 filter `g`:
-//! `y = Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A` (Lavin & Gray, 2015). The backward
-//! passes are the transposes of the same linear maps: the output gradient
-//! goes through `A dy Aᵀ` into the Winograd domain, where the filter
-//! gradient is one matrix product per tile element against the forward
-//! pass's transformed input, and the input gradient one against the
+//! Forward, per input patch `d` and 3x3 filter `g`:
+//! `y = Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A` (Lavin & Gray, 2015). F(2x2, 3x3) takes
+//! 16 products per 4 outputs (2.25x fewer multiplications than a direct
+//! convolution), F(4x4, 3x3) 36 per 16 (4x fewer), at the price of larger
+//! transforms and a little more rounding; on 8x8 the tower's matrix
+//! products, most of the inference time, shrink by 1.78x. The backward
+//! passes are the transposes of F(2x2, 3x3)'s linear maps: the output
+//! gradient goes through `A dy Aᵀ` into the Winograd domain, where the
+//! filter gradient is one matrix product per tile element against the
+//! forward pass's transformed input, and the input gradient one against the
 //! filter; `B dV Bᵀ` brings the latter back to the board. So all three
 //! passes of training run on the 2.25x cheaper Winograd products.
 
-#![allow(clippy::needless_range_loop)] // the transforms index several 4x4 arrays by one tile coordinate
+#![allow(clippy::needless_range_loop)] // the transforms index several small arrays by one tile coordinate
 
 use gemm::Parallelism;
 
 use crate::encoding::INPUT_PLANES;
 
-/// `G`, 4x3: the filter transform.
+/// `G`, 4x3: the F(2x2, 3x3) filter transform.
 const G: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]];
 
-/// Shape of one pass over a batch of one board size.
+/// `G`, 6x3: the F(4x4, 3x3) filter transform (interpolation points 0,
+/// ±1, ±2 and infinity).
+const G4: [[f32; 3]; 6] = [
+    [1.0 / 4.0, 0.0, 0.0],
+    [-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
+    [-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
+    [1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0],
+    [1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0],
+    [0.0, 0.0, 1.0],
+];
+
+/// Shape of one pass over a batch of one board size, and the side of the
+/// output tiles its convolutions compute (2 for F(2x2, 3x3), 4 for
+/// F(4x4, 3x3)). The tile side fixes the padded layout, so every layer of
+/// one pass uses the same one.
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
 pub(crate) struct Geometry {
     pub(crate) rows: usize,
     pub(crate) cols: usize,
+    pub(crate) tile: usize,
 }
 
 impl Geometry {
-    /// Tiles of 2x2 outputs per row and per column (an odd side gets a
-    /// partial tile; the padding is zeros, so it computes nothing wrong).
+    /// F(2x2, 3x3), the tiles training runs on.
+    pub(crate) fn new(rows: usize, cols: usize) -> Geometry {
+        Geometry { rows, cols, tile: 2 }
+    }
+
+    /// The cheaper tiling for inference: F(4x4, 3x3) where its products
+    /// (36 a tile) are fewer than F(2x2, 3x3)'s (16 a tile), F(2x2, 3x3)
+    /// otherwise (on a tie its transforms are the cheaper). 8x8: 144
+    /// products against 256; 6x6 ties at 144.
+    pub(crate) fn for_inference(rows: usize, cols: usize) -> Geometry {
+        let (two, four) = (Geometry::new(rows, cols), Geometry { rows, cols, tile: 4 });
+        if four.tiles_per_position() * four.elements() < two.tiles_per_position() * two.elements() { four } else { two }
+    }
+
+    /// Winograd-domain elements of one tile: `(tile + 2)²`.
+    pub(crate) fn elements(self) -> usize {
+        (self.tile + 2) * (self.tile + 2)
+    }
+
+    /// Tiles per row and per column (a side that is not a multiple of the
+    /// tile gets a partial tile; the padding is zeros, so it computes
+    /// nothing wrong).
     pub(crate) fn tiles(self) -> (usize, usize) {
-        (self.rows.div_ceil(2), self.cols.div_ceil(2))
+        (self.rows.div_ceil(self.tile), self.cols.div_ceil(self.tile))
     }
 
     /// Tiles of one position.
@@ -40,11 +80,11 @@ impl Geometry {
         th * tw
     }
 
-    /// The padded layout: one zero ring, plus a zero row/column to complete
-    /// the last tile of an odd side.
+    /// The padded layout: one zero ring, plus zero rows/columns to complete
+    /// the last tile of a side that is not a multiple of the tile.
     pub(crate) fn padded(self) -> (usize, usize) {
         let (th, tw) = self.tiles();
-        (2 * th + 2, 2 * tw + 2)
+        (self.tile * th + 2, self.tile * tw + 2)
     }
 
     pub(crate) fn padded_cells(self) -> usize {
@@ -68,25 +108,25 @@ impl Geometry {
         (tile / (th * tw), tile / tw % th, tile % tw)
     }
 
-    /// Where tile `tile`'s 2x2 outputs are, in the padded layout or (with
-    /// `compact`) the unpadded one; `None` past the last row or column of an
-    /// odd side.
-    pub(crate) fn tile_outputs(self, tile: usize, compact: bool) -> [[Option<usize>; 2]; 2] {
+    /// Where tile `tile`'s `M`x`M` outputs are, in the padded layout or
+    /// (with `compact`) the unpadded one; `None` past the last row or column.
+    pub(crate) fn tile_outputs<const M: usize>(self, tile: usize, compact: bool) -> [[Option<usize>; M]; M] {
+        debug_assert_eq!(M, self.tile, "outputs of a tile of another side");
         let (b, ty, tx) = self.tile_position(tile);
         std::array::from_fn(|oi| {
             std::array::from_fn(|oj| {
-                let (y, x) = (2 * ty + oi, 2 * tx + oj);
+                let (y, x) = (M * ty + oi, M * tx + oj);
                 (y < self.rows && x < self.cols)
                     .then(|| if compact { (b * self.rows + y) * self.cols + x } else { self.padded_index(b, y, x) })
             })
         })
     }
 
-    /// Padded index of the top-left cell of tile `tile`'s 4x4 input patch.
+    /// Padded index of the top-left cell of tile `tile`'s input patch.
     fn patch_corner(self, tile: usize) -> usize {
         let (hp, wp) = self.padded();
         let (b, ty, tx) = self.tile_position(tile);
-        (b * hp + 2 * ty) * wp + 2 * tx
+        (b * hp + self.tile * ty) * wp + self.tile * tx
     }
 
     /// Writes `batch` positions' input planes (`[batch][INPUT_PLANES][cells]`)
@@ -166,6 +206,30 @@ pub(crate) fn filter_transform_backward(du: &[f32], inputs: usize, outputs: usiz
     }
 }
 
+/// `G g Gᵀ` of F(4x4, 3x3) for each filter of a burn convolution weight
+/// `[outputs][inputs][3][3]`, as `[36][inputs][outputs]`.
+pub(crate) fn filter_transform4(g: &[f32], inputs: usize, outputs: usize, u: &mut [f32]) {
+    assert_eq!(g.len(), 9 * inputs * outputs);
+    assert_eq!(u.len(), 36 * inputs * outputs);
+    for o in 0..outputs {
+        for i in 0..inputs {
+            let kernel = &g[(o * inputs + i) * 9..][..9];
+            for a in 0..6 {
+                for b in 0..6 {
+                    // In f64: the sixths and twenty-fourths round once.
+                    let mut sum = 0.0f64;
+                    for (r, g_ar) in G4[a].iter().enumerate() {
+                        for (c, g_bc) in G4[b].iter().enumerate() {
+                            sum += f64::from(*g_ar) * f64::from(kernel[r * 3 + c]) * f64::from(*g_bc);
+                        }
+                    }
+                    u[((a * 6 + b) * inputs + i) * outputs + o] = sum as f32;
+                }
+            }
+        }
+    }
+}
+
 /// Channels handled together by the transforms: one AVX-512 register.
 const LANES: usize = 16;
 
@@ -195,6 +259,35 @@ fn sub<const L: usize>(a: Lane<L>, b: Lane<L>) -> Lane<L> {
 #[inline(always)]
 fn neg<const L: usize>(a: Lane<L>) -> Lane<L> {
     a.map(|x| -x)
+}
+
+/// `a * s + b`.
+#[inline(always)]
+fn scale_add<const L: usize>(a: Lane<L>, s: f32, b: Lane<L>) -> Lane<L> {
+    std::array::from_fn(|l| a[l] * s + b[l])
+}
+
+/// `Bᵀ d` of F(4x4, 3x3) along one line of a 6x6 patch.
+#[inline(always)]
+fn input_line4<const L: usize>(d: [Lane<L>; 6]) -> [Lane<L>; 6] {
+    let (p, q) = (scale_add(d[2], -4.0, d[4]), scale_add(d[1], -4.0, d[3]));
+    let (r, t) = (sub(d[4], d[2]), sub(d[3], d[1]));
+    [
+        scale_add(d[2], -5.0, scale_add(d[0], 4.0, d[4])),
+        add(p, q),
+        sub(p, q),
+        scale_add(t, 2.0, r),
+        scale_add(t, -2.0, r),
+        scale_add(d[3], -5.0, scale_add(d[1], 4.0, d[5])),
+    ]
+}
+
+/// `Aᵀ m` of F(4x4, 3x3) along one line of a 6x6 tile.
+#[inline(always)]
+fn output_line4<const L: usize>(m: [Lane<L>; 6]) -> [Lane<L>; 4] {
+    let (p, q) = (add(m[1], m[2]), sub(m[1], m[2]));
+    let (r, t) = (add(m[3], m[4]), sub(m[3], m[4]));
+    [add(add(p, r), m[0]), scale_add(t, 2.0, q), scale_add(r, 4.0, p), add(scale_add(t, 8.0, q), m[5])]
 }
 
 /// Runs `kernel::<LANES>` on each full group of channels, then
@@ -246,12 +339,59 @@ fn input_tile<const L: usize>(source: &[f32], corner: usize, row: usize, cin: us
 /// into `out`, `[tile][16][channels]`.
 #[multiversion::multiversion(targets = "simd")]
 pub(crate) fn input_transform(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
+    assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
     let (_, wp) = geometry.padded();
     let cin = channels;
     let tiles = batch * geometry.tiles_per_position();
     for (tile, out) in out[..tiles * 16 * cin].chunks_exact_mut(16 * cin).enumerate() {
         let corner = geometry.patch_corner(tile) * cin;
         by_lanes!(cin, |c, L| input_tile::<L>(source, corner, wp * cin, cin, out, c));
+    }
+}
+
+/// `Bᵀ d B` of F(4x4, 3x3) of one 6x6 patch for channels `c..c + L`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn input_tile4<const L: usize>(
+    source: &[f32],
+    corner: usize,
+    row: usize,
+    cin: usize,
+    out: &mut [f32],
+    at: usize,
+    plane: usize,
+    c: usize,
+) {
+    // Columns: t = Bᵀ d.
+    let mut t = [[[0.0f32; L]; 6]; 6];
+    for b in 0..6 {
+        let column = input_line4(std::array::from_fn(|a| load::<L>(source, corner + a * row + b * cin + c)));
+        for (i, value) in column.into_iter().enumerate() {
+            t[i][b] = value;
+        }
+    }
+    // Rows: V = t B.
+    for (i, line) in t.into_iter().enumerate() {
+        for (j, value) in input_line4(line).into_iter().enumerate() {
+            store(out, (i * 6 + j) * plane + at + c, value);
+        }
+    }
+}
+
+/// `Bᵀ d B` of F(4x4, 3x3) of every 6x6 patch (stride 4) of the padded
+/// `source` (`channels` wide) into `out`, `[36][tile][channels]`: element
+/// by element, so that each element's matrix product reads and writes
+/// contiguous rows.
+#[multiversion::multiversion(targets = "simd")]
+pub(crate) fn input_transform4(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
+    assert_eq!(geometry.tile, 4, "an F(4x4, 3x3) transform of another tiling");
+    let (_, wp) = geometry.padded();
+    let cin = channels;
+    let tiles = batch * geometry.tiles_per_position();
+    let out = &mut out[..36 * tiles * cin];
+    for tile in 0..tiles {
+        let corner = geometry.patch_corner(tile) * cin;
+        by_lanes!(cin, |c, L| input_tile4::<L>(source, corner, wp * cin, cin, out, tile * cin, tiles * cin, c));
     }
 }
 
@@ -283,6 +423,7 @@ fn input_tile_backward<const L: usize>(v: &[f32], cin: usize, dx: &mut [f32], co
 /// the board's cells only).
 #[multiversion::multiversion(targets = "simd")]
 pub(crate) fn input_transform_backward(geometry: Geometry, batch: usize, channels: usize, dv: &[f32], dx: &mut [f32]) {
+    assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
     let (_, wp) = geometry.padded();
     let cin = channels;
     let tiles = batch * geometry.tiles_per_position();
@@ -306,6 +447,20 @@ pub(crate) enum Epilogue {
     Residual { gate: f32 },
     /// `relu(y)` into the unpadded channels-last layout.
     ReluCompact,
+}
+
+/// `value` (bias included) through `epilogue`, `at` being where it goes
+/// (and where its residual input is).
+#[inline(always)]
+fn apply<const L: usize>(epilogue: Epilogue, value: Lane<L>, skip: &[f32], at: usize) -> Lane<L> {
+    match epilogue {
+        Epilogue::Raw => value,
+        Epilogue::Relu | Epilogue::ReluCompact => value.map(|x| x.max(0.0)),
+        Epilogue::Residual { gate } => {
+            let skip = load::<L>(skip, at);
+            std::array::from_fn(|l| (skip[l] + gate * value[l]).max(0.0))
+        }
+    }
 }
 
 /// `Aᵀ m A` plus the bias, through the epilogue, of one tile for channels
@@ -337,16 +492,7 @@ fn output_tile<const L: usize>(
         for (value, target) in outputs.into_iter().zip(row) {
             if let Some(at) = target {
                 let at = at * cout + c;
-                let value = add(value, bias);
-                let value = match epilogue {
-                    Epilogue::Raw => value,
-                    Epilogue::Relu | Epilogue::ReluCompact => value.map(|x| x.max(0.0)),
-                    Epilogue::Residual { gate } => {
-                        let skip = load::<L>(skip, at);
-                        std::array::from_fn(|l| (skip[l] + gate * value[l]).max(0.0))
-                    }
-                };
-                store(destination, at, value);
+                store(destination, at, apply(epilogue, add(value, bias), skip, at));
             }
         }
     }
@@ -367,11 +513,72 @@ pub(crate) fn output_transform(
     skip: &[f32],
     destination: &mut [f32],
 ) {
+    assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
     let cout = channels;
     let tiles = batch * geometry.tiles_per_position();
     for (tile, m) in m[..tiles * 16 * cout].chunks_exact(16 * cout).enumerate() {
-        let targets = geometry.tile_outputs(tile, epilogue == Epilogue::ReluCompact);
+        let targets = geometry.tile_outputs::<2>(tile, epilogue == Epilogue::ReluCompact);
         by_lanes!(cout, |c, L| output_tile::<L>(m, cout, bias, epilogue, &targets, skip, destination, c));
+    }
+}
+
+/// `Aᵀ m A` of F(4x4, 3x3) plus the bias, through the epilogue, of one
+/// tile for channels `c..c + L`, into the cells `targets` names.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn output_tile4<const L: usize>(
+    m: &[f32],
+    (at, plane): (usize, usize),
+    cout: usize,
+    bias: &[f32],
+    epilogue: Epilogue,
+    targets: &[[Option<usize>; 4]; 4],
+    skip: &[f32],
+    destination: &mut [f32],
+    c: usize,
+) {
+    // Columns: s = Aᵀ m (4x6).
+    let mut s = [[[0.0f32; L]; 6]; 4];
+    for j in 0..6 {
+        let column = output_line4(std::array::from_fn(|i| load::<L>(m, (i * 6 + j) * plane + at + c)));
+        for (i, value) in column.into_iter().enumerate() {
+            s[i][j] = value;
+        }
+    }
+    let bias = load::<L>(bias, c);
+    // Rows: y = s A, then the bias and the epilogue.
+    for (line, row) in s.into_iter().zip(targets) {
+        for (value, target) in output_line4(line).into_iter().zip(row) {
+            if let Some(at) = target {
+                let at = at * cout + c;
+                store(destination, at, apply(epilogue, add(value, bias), skip, at));
+            }
+        }
+    }
+}
+
+/// `y = Aᵀ m A + bias` of F(4x4, 3x3) for every tile of `m`
+/// (`[36][tile][channels]`), as [`output_transform`] does for F(2x2, 3x3).
+#[multiversion::multiversion(targets = "simd")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn output_transform4(
+    geometry: Geometry,
+    batch: usize,
+    channels: usize,
+    m: &[f32],
+    bias: &[f32],
+    epilogue: Epilogue,
+    skip: &[f32],
+    destination: &mut [f32],
+) {
+    assert_eq!(geometry.tile, 4, "an F(4x4, 3x3) transform of another tiling");
+    let cout = channels;
+    let tiles = batch * geometry.tiles_per_position();
+    let m = &m[..36 * tiles * cout];
+    for tile in 0..tiles {
+        let targets = geometry.tile_outputs::<4>(tile, epilogue == Epilogue::ReluCompact);
+        let place = (tile * cout, tiles * cout);
+        by_lanes!(cout, |c, L| output_tile4::<L>(m, place, cout, bias, epilogue, &targets, skip, destination, c));
     }
 }
 
@@ -415,10 +622,11 @@ pub(crate) fn output_transform_backward(
     dm: &mut [f32],
     bias: &mut [f32],
 ) {
+    assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
     let cout = channels;
     let tiles = batch * geometry.tiles_per_position();
     for (tile, m) in dm[..tiles * 16 * cout].chunks_exact_mut(16 * cout).enumerate() {
-        let targets = geometry.tile_outputs(tile, false);
+        let targets = geometry.tile_outputs::<2>(tile, false);
         by_lanes!(cout, |c, L| output_tile_backward::<L>(dy, &targets, cout, m, bias, c));
     }
 }
@@ -479,9 +687,10 @@ pub(crate) fn residual_backward(d: &mut [f32], out: &[f32], y: &[f32], dy: &mut 
     sums.iter().sum::<f32>() + gate_grad
 }
 
-/// A whole 3x3 convolution forward: input transform, one product per tile
-/// element (`[tiles x inputs] x [inputs x outputs]` against the transformed
-/// filter `u`), output transform with the bias and `epilogue`.
+/// A whole 3x3 convolution forward in `geometry`'s tiling: input
+/// transform, one product per tile element (`[tiles x inputs] x [inputs x
+/// outputs]` against the filter `u` transformed for that tiling), output
+/// transform with the bias and `epilogue`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn convolve(
     (geometry, batch): (Geometry, usize),
@@ -495,18 +704,30 @@ pub(crate) fn convolve(
 ) {
     let (cin, cout) = (inputs, outputs);
     let tiles = batch * geometry.tiles_per_position();
-    input_transform(geometry, batch, cin, source, transformed);
-    for k in 0..16 {
-        matmul(
-            (tiles, cout, cin),
-            &mut products[k * cout..],
-            16 * cout,
-            false,
-            View::strided(&transformed[k * cin..], 16 * cin, 1),
-            View::rows(&u[k * cin * cout..(k + 1) * cin * cout], cout),
-        );
+    let elements = geometry.elements();
+    assert_eq!(u.len(), elements * cin * cout, "filters transformed for another tiling");
+    match geometry.tile {
+        2 => input_transform(geometry, batch, cin, source, transformed),
+        4 => input_transform4(geometry, batch, cin, source, transformed),
+        tile => unreachable!("no Winograd tiling of side {tile}"),
     }
-    output_transform(geometry, batch, cout, products, bias, epilogue, skip, destination);
+    for k in 0..elements {
+        let filter = View::rows(&u[k * cin * cout..(k + 1) * cin * cout], cout);
+        if geometry.tile == 4 {
+            // Element-major: `[36][tile][channels]`.
+            let (lhs, dst) = (&transformed[k * tiles * cin..], &mut products[k * tiles * cout..]);
+            matmul((tiles, cout, cin), dst, cout, false, View::rows(lhs, cin), filter);
+        } else {
+            // Tile-major: `[tile][16][channels]`, as training reads it.
+            let lhs = View::strided(&transformed[k * cin..], elements * cin, 1);
+            matmul((tiles, cout, cin), &mut products[k * cout..], elements * cout, false, lhs, filter);
+        }
+    }
+    if geometry.tile == 4 {
+        output_transform4(geometry, batch, cout, products, bias, epilogue, skip, destination);
+    } else {
+        output_transform(geometry, batch, cout, products, bias, epilogue, skip, destination);
+    }
 }
 
 /// A 1x1 convolution or linear layer over `rows` rows:
@@ -653,7 +874,7 @@ mod tests {
         assert!((dot(&u, &du) - dot(&g, &dg)).abs() < 1e-4, "filter transform");
 
         for (rows, cols, batch) in [(4, 4, 2), (5, 3, 1), (1, 1, 3), (2, 7, 1)] {
-            let geometry = Geometry { rows, cols };
+            let geometry = Geometry::new(rows, cols);
             let padded = batch * geometry.padded_cells() * inputs;
             let transformed = batch * geometry.tiles_per_position() * 16 * inputs;
             // The input transform reads the ring as zeros: compare on
@@ -681,7 +902,7 @@ mod tests {
             output_transform_backward(geometry, batch, inputs, &dy, &mut dm, &mut bias);
             let mut forward = 0.0f64;
             for (tile, mt) in m.chunks_exact(16 * inputs).enumerate() {
-                let targets = geometry.tile_outputs(tile, false);
+                let targets = geometry.tile_outputs::<2>(tile, false);
                 for c in 0..inputs {
                     let e = |k: usize| mt[k * inputs + c];
                     let s: [[f32; 4]; 2] = std::array::from_fn(|a| {
@@ -716,6 +937,94 @@ mod tests {
                 assert!((e - got).abs() < 1e-4, "{rows}x{cols}: bias gradient");
             }
         }
+    }
+
+    /// Both tilings compute the 3x3 "same" convolution: against a direct
+    /// one in f64 on boards whose sides are and are not multiples of the
+    /// tile, with a bias and each epilogue that reads a padded layout.
+    #[test]
+    fn both_tilings_match_a_direct_convolution() {
+        let (inputs, outputs) = (5, 17); // past one lane of channels, and a remainder
+        let g = fill(9 * inputs * outputs, 11);
+        let bias = fill(outputs, 12);
+        let mut checked = [0; 2];
+        for (rows, cols, batch) in [(8, 8, 3), (5, 7, 2), (1, 1, 2), (6, 6, 1), (13, 20, 1), (4, 9, 2)] {
+            for tile in [2, 4] {
+                let geometry = Geometry { rows, cols, tile };
+                let elements = geometry.elements();
+                let mut u = vec![0.0; elements * inputs * outputs];
+                if tile == 2 {
+                    filter_transform(&g, inputs, outputs, &mut u);
+                } else {
+                    filter_transform4(&g, inputs, outputs, &mut u);
+                }
+                // Board values in the padded layout, zeros in its ring.
+                let values = fill(batch * rows * cols * inputs.max(outputs), 13 + tile as u32);
+                let padded = batch * geometry.padded_cells();
+                let (mut x, mut skip) = (vec![0.0; padded * inputs], vec![0.0; padded * outputs]);
+                for b in 0..batch {
+                    for cell in 0..rows * cols {
+                        let at = geometry.padded_index(b, cell / cols, cell % cols);
+                        let from = &values[(b * rows * cols + cell) * inputs.max(outputs)..];
+                        x[at * inputs..][..inputs].copy_from_slice(&from[..inputs]);
+                        skip[at * outputs..][..outputs].copy_from_slice(&from[..outputs]);
+                    }
+                }
+                let tiles = batch * geometry.tiles_per_position();
+                let mut transformed = vec![0.0; tiles * elements * inputs];
+                let mut products = vec![0.0; tiles * elements * outputs];
+                for epilogue in [Epilogue::Raw, Epilogue::Residual { gate: 0.6 }] {
+                    let mut y = vec![0.0; padded * outputs];
+                    let scratch = (&mut transformed[..], &mut products[..]);
+                    convolve((geometry, batch), (inputs, outputs), (&u, &bias), &x, scratch, epilogue, &skip, &mut y);
+                    for b in 0..batch {
+                        for row in 0..rows {
+                            for col in 0..cols {
+                                let at = geometry.padded_index(b, row, col);
+                                for o in 0..outputs {
+                                    let mut sum = f64::from(bias[o]);
+                                    for (dr, dc) in (0..9).map(|k| (k / 3, k % 3)) {
+                                        let (r, c) = ((row + dr) as isize - 1, (col + dc) as isize - 1);
+                                        if (0..rows as isize).contains(&r) && (0..cols as isize).contains(&c) {
+                                            let source = geometry.padded_index(b, r as usize, c as usize);
+                                            for i in 0..inputs {
+                                                let w = g[(o * inputs + i) * 9 + dr * 3 + dc];
+                                                sum += f64::from(w) * f64::from(x[source * inputs + i]);
+                                            }
+                                        }
+                                    }
+                                    let expected = match epilogue {
+                                        Epilogue::Residual { gate } => {
+                                            (f64::from(skip[at * outputs + o]) + f64::from(gate) * sum).max(0.0)
+                                        }
+                                        _ => sum,
+                                    };
+                                    let got = f64::from(y[at * outputs + o]);
+                                    assert!(
+                                        (got - expected).abs() < 1e-4,
+                                        "{rows}x{cols}, tile {tile}, {epilogue:?}: {got} against {expected}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    checked[tile / 2 - 1] += 1;
+                }
+            }
+        }
+        assert_eq!(checked, [12, 12]);
+    }
+
+    /// Inference takes F(4x4, 3x3) where its products are fewer.
+    #[test]
+    fn inference_tiles_by_the_cheaper_count_of_products() {
+        for (rows, cols, tile) in
+            [(8, 8, 4), (10, 10, 4), (14, 17, 4), (9, 13, 4), (6, 6, 2), (1, 1, 2), (3, 3, 4), (2, 5, 2)]
+        {
+            assert_eq!(Geometry::for_inference(rows, cols).tile, tile, "{rows}x{cols}");
+        }
+        let eight = Geometry::for_inference(8, 8);
+        assert_eq!((eight.padded(), eight.tiles_per_position(), eight.elements()), ((10, 10), 4, 36));
     }
 
     #[test]
