@@ -8,12 +8,13 @@
 //! strided copies alone costing most of a convolution). Leela Zero's CPU
 //! backend shows the way: Winograd F(2x2, 3x3) convolutions, whose 16
 //! matrix products per layer take 2.25x fewer multiplications than a direct
-//! convolution, on activations kept in one padded channels-last layout so
-//! that the transforms are plain loops and no layer copies its input.
+//! convolution (on 8x8 and 12x12 F(4x4, 3x3), whose 36 take 4x fewer), on
+//! activations kept in one padded channels-last layout so that the
+//! transforms are plain loops and no layer copies its input.
 //!
 //! The weights are the burn network's own (read once from its parameters),
 //! so every checkpoint runs here unchanged; training runs on the same
-//! kernels ([`train`]).
+//! F(2x2, 3x3) kernels ([`train`]).
 //! Outputs match [`Net::forward`] to float rounding (tests below). Our
 //! buffers are kept between calls and only grow; `gemm` still allocates its
 //! small packing buffers inside each product.
