@@ -8,7 +8,8 @@
 //! strided copies alone costing most of a convolution). Leela Zero's CPU
 //! backend shows the way: Winograd F(2x2, 3x3) convolutions, whose 16
 //! matrix products per layer take 2.25x fewer multiplications than a direct
-//! convolution (on 8x8 and 12x12 F(4x4, 3x3), whose 36 take 4x fewer), on
+//! convolution (F(4x4, 3x3), whose 36 take 4x fewer, where both sides
+//! are 0 or 3 modulo 4, as on 8x8 and 12x12), on
 //! activations kept in one padded channels-last layout so that the
 //! transforms are plain loops and no layer copies its input.
 //!
@@ -91,8 +92,8 @@ struct Scratch {
     current: Vec<f32>,
     next: Vec<f32>,
     middle: Vec<f32>,
-    /// Winograd-domain inputs `[tile][elements][channels]` and outputs
-    /// `[tile][elements][channels]`.
+    /// Winograd-domain inputs and outputs: `[tile][16][channels]` for
+    /// F(2x2, 3x3), `[36][tile][channels]` for F(4x4, 3x3).
     transformed: Vec<f32>,
     products: Vec<f32>,
     policy_hidden: Vec<f32>,
@@ -358,10 +359,22 @@ mod tests {
         let mut native = NativeNet::new(&net);
         // Odd sides, a single cell, a rectangle and the biggest board; a
         // batch that outgrows the buffers of its size; a batch split in
-        // sub-batches (13x13).
-        for (size, batch) in
-            [("8x8", 5), ("5x7", 3), ("1x1", 1), ("13x20", 2), ("8x8", 2), ("6x6", 4), ("6x6", 30), ("13x13", 20)]
-        {
+        // sub-batches (13x13, and 8x8 and 12x12 on F(4x4, 3x3)); F(4x4,
+        // 3x3) with partial tiles (7x7, 3x20).
+        for (size, batch) in [
+            ("8x8", 5),
+            ("5x7", 3),
+            ("1x1", 1),
+            ("13x20", 2),
+            ("8x8", 2),
+            ("6x6", 4),
+            ("6x6", 30),
+            ("13x13", 20),
+            ("7x7", 3),
+            ("12x12", 5),
+            ("3x20", 2),
+            ("8x8", 12),
+        ] {
             let size: Size = size.parse().unwrap();
             let boards = cycled_positions(size, batch);
             let stride = INPUT_PLANES * size.cells();
