@@ -40,11 +40,19 @@ const G4: [[f32; 3]; 6] = [
 /// output tiles its convolutions compute (2 for F(2x2, 3x3), 4 for
 /// F(4x4, 3x3)). The tile side fixes the padded layout, so every layer of
 /// one pass uses the same one.
-#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Geometry {
     pub(crate) rows: usize,
     pub(crate) cols: usize,
     pub(crate) tile: usize,
+}
+
+/// An empty board of F(2x2, 3x3): what buffers are sized for before the
+/// first pass.
+impl Default for Geometry {
+    fn default() -> Geometry {
+        Geometry::new(0, 0)
+    }
 }
 
 impl Geometry {
@@ -221,7 +229,7 @@ pub(crate) fn filter_transform4(g: &[f32], inputs: usize, outputs: usize, u: &mu
             let kernel = &g[(o * inputs + i) * 9..][..9];
             for a in 0..6 {
                 for b in 0..6 {
-                    // In f64: the sixths and twenty-fourths round once.
+                    // Summed in f64, rounded to f32 once.
                     let mut sum = 0.0f64;
                     for (r, g_ar) in G4[a].iter().enumerate() {
                         for (c, g_bc) in G4[b].iter().enumerate() {
