@@ -20,6 +20,7 @@
 //! buffers are kept between calls and only grow; `gemm` still allocates its
 //! small packing buffers inside each product.
 
+mod lanes;
 pub mod train;
 mod winograd;
 

@@ -20,6 +20,8 @@
 
 use gemm::Parallelism;
 
+use super::lanes::{LANES, Lanes, by_lanes, simd_entry};
+
 use crate::encoding::INPUT_PLANES;
 
 /// `G`, 4x3: the F(2x2, 3x3) filter transform.
@@ -243,95 +245,60 @@ pub(crate) fn filter_transform4(g: &[f32], inputs: usize, outputs: usize, u: &mu
     }
 }
 
-/// Channels handled together by the transforms: one AVX-512 register.
-const LANES: usize = 16;
-
-/// `LANES` (or, for the last channels, 1) channels of one cell.
-type Lane<const L: usize> = [f32; L];
-
 #[inline(always)]
-fn load<const L: usize>(s: &[f32], at: usize) -> Lane<L> {
-    s[at..at + L].try_into().expect("L values")
+fn load<W: Lanes>(s: &[f32], at: usize) -> W {
+    W::load(s, at)
 }
 
 #[inline(always)]
-fn store<const L: usize>(s: &mut [f32], at: usize, v: Lane<L>) {
-    s[at..at + L].copy_from_slice(&v);
+fn store<W: Lanes>(s: &mut [f32], at: usize, v: W) {
+    v.store(s, at);
 }
 
 #[inline(always)]
-fn add<const L: usize>(a: Lane<L>, b: Lane<L>) -> Lane<L> {
-    std::array::from_fn(|l| a[l] + b[l])
+fn add<W: Lanes>(a: W, b: W) -> W {
+    a.add(b)
 }
 
 #[inline(always)]
-fn sub<const L: usize>(a: Lane<L>, b: Lane<L>) -> Lane<L> {
-    std::array::from_fn(|l| a[l] - b[l])
+fn sub<W: Lanes>(a: W, b: W) -> W {
+    a.sub(b)
 }
 
 #[inline(always)]
-fn neg<const L: usize>(a: Lane<L>) -> Lane<L> {
-    a.map(|x| -x)
-}
-
-/// `a * s + b`.
-#[inline(always)]
-fn scale_add<const L: usize>(a: Lane<L>, s: f32, b: Lane<L>) -> Lane<L> {
-    std::array::from_fn(|l| a[l] * s + b[l])
+fn neg<W: Lanes>(a: W) -> W {
+    a.neg()
 }
 
 /// `Bᵀ d` of F(4x4, 3x3) along one line of a 6x6 patch.
 #[inline(always)]
-fn input_line4<const L: usize>(d: [Lane<L>; 6]) -> [Lane<L>; 6] {
-    let (p, q) = (scale_add(d[2], -4.0, d[4]), scale_add(d[1], -4.0, d[3]));
-    let (r, t) = (sub(d[4], d[2]), sub(d[3], d[1]));
+fn input_line4<W: Lanes>(d: [W; 6]) -> [W; 6] {
+    let (p, q) = (d[2].scale_add(-4.0, d[4]), d[1].scale_add(-4.0, d[3]));
+    let (r, t) = (d[4].sub(d[2]), d[3].sub(d[1]));
     [
-        scale_add(d[2], -5.0, scale_add(d[0], 4.0, d[4])),
-        add(p, q),
-        sub(p, q),
-        scale_add(t, 2.0, r),
-        scale_add(t, -2.0, r),
-        scale_add(d[3], -5.0, scale_add(d[1], 4.0, d[5])),
+        d[2].scale_add(-5.0, d[0].scale_add(4.0, d[4])),
+        p.add(q),
+        p.sub(q),
+        t.scale_add(2.0, r),
+        t.scale_add(-2.0, r),
+        d[3].scale_add(-5.0, d[1].scale_add(4.0, d[5])),
     ]
 }
 
 /// `Aᵀ m` of F(4x4, 3x3) along one line of a 6x6 tile.
 #[inline(always)]
-fn output_line4<const L: usize>(m: [Lane<L>; 6]) -> [Lane<L>; 4] {
-    let (p, q) = (add(m[1], m[2]), sub(m[1], m[2]));
-    let (r, t) = (add(m[3], m[4]), sub(m[3], m[4]));
-    [add(add(p, r), m[0]), scale_add(t, 2.0, q), scale_add(r, 4.0, p), add(scale_add(t, 8.0, q), m[5])]
+fn output_line4<W: Lanes>(m: [W; 6]) -> [W; 4] {
+    let (p, q) = (m[1].add(m[2]), m[1].sub(m[2]));
+    let (r, t) = (m[3].add(m[4]), m[3].sub(m[4]));
+    [p.add(r).add(m[0]), t.scale_add(2.0, q), r.scale_add(4.0, p), t.scale_add(8.0, q).add(m[5])]
 }
 
-/// Runs `kernel::<LANES>` on each full group of channels, then
-/// `kernel::<1>` on the rest, passing the first channel.
-macro_rules! by_lanes {
-    ($channels:expr, |$c:ident, $l:ident| $body:expr) => {{
-        let full = $channels / LANES * LANES;
-        let mut $c = 0;
-        while $c < full {
-            {
-                const $l: usize = LANES;
-                $body;
-            }
-            $c += LANES;
-        }
-        while $c < $channels {
-            {
-                const $l: usize = 1;
-                $body;
-            }
-            $c += 1;
-        }
-    }};
-}
-
-/// `Bᵀ d B` of one patch for channels `c..c + L`.
+/// `Bᵀ d B` of one patch for the lane group at channel `c`.
 #[inline(always)]
-fn input_tile<const L: usize>(source: &[f32], corner: usize, row: usize, cin: usize, out: &mut [f32], c: usize) {
-    let d = |a: usize, b: usize| load::<L>(source, corner + a * row + b * cin + c);
+fn input_tile<W: Lanes>(source: &[f32], corner: usize, row: usize, cin: usize, out: &mut [f32], c: usize) {
+    let d = |a: usize, b: usize| W::load(source, corner + a * row + b * cin + c);
     // Rows: t = Bᵀ d.
-    let mut t = [[[0.0f32; L]; 4]; 4];
+    let mut t = [[W::zero(); 4]; 4];
     for b in 0..4 {
         let (d0, d1, d2, d3) = (d(0, b), d(1, b), d(2, b), d(3, b));
         t[0][b] = sub(d0, d2);
@@ -348,24 +315,29 @@ fn input_tile<const L: usize>(source: &[f32], corner: usize, row: usize, cin: us
     }
 }
 
-/// `Bᵀ d B` of every 4x4 patch of the padded `source` (`channels` wide)
-/// into `out`, `[tile][16][channels]`.
-#[multiversion::multiversion(targets = "simd")]
-pub(crate) fn input_transform(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
+simd_entry! {
+    /// `Bᵀ d B` of every 4x4 patch of the padded `source` (`channels` wide)
+    /// into `out`, `[tile][16][channels]`.
+    pub(crate) fn input_transform = input_transform_with(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32])
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn input_transform_with<W: Lanes>(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
     assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
     let (_, wp) = geometry.padded();
     let cin = channels;
     let tiles = batch * geometry.tiles_per_position();
     for (tile, out) in out[..tiles * 16 * cin].chunks_exact_mut(16 * cin).enumerate() {
         let corner = geometry.patch_corner(tile) * cin;
-        by_lanes!(cin, |c, L| input_tile::<L>(source, corner, wp * cin, cin, out, c));
+        by_lanes!(cin, W, |c| input_tile(source, corner, wp * cin, cin, out, c));
     }
 }
 
-/// `Bᵀ d B` of F(4x4, 3x3) of one 6x6 patch for channels `c..c + L`.
+/// `Bᵀ d B` of F(4x4, 3x3) of one 6x6 patch for the lane group at channel `c`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn input_tile4<const L: usize>(
+fn input_tile4<W: Lanes>(
     source: &[f32],
     corner: usize,
     row: usize,
@@ -375,28 +347,31 @@ fn input_tile4<const L: usize>(
     plane: usize,
     c: usize,
 ) {
-    // Columns: t = Bᵀ d.
-    let mut t = [[[0.0f32; L]; 6]; 6];
-    for b in 0..6 {
-        let column = input_line4(std::array::from_fn(|a| load::<L>(source, corner + a * row + b * cin + c)));
-        for (i, value) in column.into_iter().enumerate() {
-            t[i][b] = value;
-        }
-    }
+    // Columns: t = Bᵀ d, `columns[b][i]` = t[i][b]. Built in place and read
+    // by index: moving these arrays (`into_iter`, a zeroed start) copied
+    // 2 KiB a tile and cost as much as the arithmetic.
+    let columns: [[W; 6]; 6] =
+        std::array::from_fn(|b| input_line4(std::array::from_fn(|a| W::load(source, corner + a * row + b * cin + c))));
     // Rows: V = t B.
-    for (i, line) in t.into_iter().enumerate() {
-        for (j, value) in input_line4(line).into_iter().enumerate() {
-            store(out, (i * 6 + j) * plane + at + c, value);
+    for i in 0..6 {
+        let line = input_line4(std::array::from_fn(|b| columns[b][i]));
+        for j in 0..6 {
+            store(out, (i * 6 + j) * plane + at + c, line[j]);
         }
     }
 }
 
-/// `Bᵀ d B` of F(4x4, 3x3) of every 6x6 patch (stride 4) of the padded
-/// `source` (`channels` wide) into `out`, `[36][tile][channels]`: element
-/// by element, so that each element's matrix product reads and writes
-/// contiguous rows.
-#[multiversion::multiversion(targets = "simd")]
-pub(crate) fn input_transform4(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
+simd_entry! {
+    /// `Bᵀ d B` of F(4x4, 3x3) of every 6x6 patch (stride 4) of the padded
+    /// `source` (`channels` wide) into `out`, `[36][tile][channels]`: element
+    /// by element, so that each element's matrix product reads and writes
+    /// contiguous rows.
+    pub(crate) fn input_transform4 = input_transform4_with(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32])
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn input_transform4_with<W: Lanes>(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
     assert_eq!(geometry.tile, 4, "an F(4x4, 3x3) transform of another tiling");
     let (_, wp) = geometry.padded();
     let cin = channels;
@@ -404,17 +379,17 @@ pub(crate) fn input_transform4(geometry: Geometry, batch: usize, channels: usize
     let out = &mut out[..36 * tiles * cin];
     for tile in 0..tiles {
         let corner = geometry.patch_corner(tile) * cin;
-        by_lanes!(cin, |c, L| input_tile4::<L>(source, corner, wp * cin, cin, out, tile * cin, tiles * cin, c));
+        by_lanes!(cin, W, |c| input_tile4(source, corner, wp * cin, cin, out, tile * cin, tiles * cin, c));
     }
 }
 
-/// `B dV Bᵀ` of one tile for channels `c..c + L`, added into its patch.
+/// `B dV Bᵀ` of one tile for the lane group at channel `c`, added into its patch.
 #[inline(always)]
-fn input_tile_backward<const L: usize>(v: &[f32], cin: usize, dx: &mut [f32], corner: usize, row: usize, c: usize) {
+fn input_tile_backward<W: Lanes>(v: &[f32], cin: usize, dx: &mut [f32], corner: usize, row: usize, c: usize) {
     // Columns: dt = dV Bᵀ.
-    let mut dt = [[[0.0f32; L]; 4]; 4];
+    let mut dt = [[W::zero(); 4]; 4];
     for (i, out) in dt.iter_mut().enumerate() {
-        let e = |j: usize| load::<L>(v, (i * 4 + j) * cin + c);
+        let e = |j: usize| W::load(v, (i * 4 + j) * cin + c);
         let (v0, v1, v2, v3) = (e(0), e(1), e(2), e(3));
         *out = [v0, add(sub(v1, v2), v3), sub(add(v1, v2), v0), neg(v3)];
     }
@@ -429,13 +404,24 @@ fn input_tile_backward<const L: usize>(v: &[f32], cin: usize, dx: &mut [f32], co
     }
 }
 
-/// The transpose of [`input_transform`]: `B dV Bᵀ` of each tile of `dv`
-/// (`[tile][16][channels]`) summed into the padded `dx`, which it first
-/// clears. The padding ring receives gradient too; callers never read it
-/// (every consumer masks by an activation that is zero there, or reads
-/// the board's cells only).
-#[multiversion::multiversion(targets = "simd")]
-pub(crate) fn input_transform_backward(geometry: Geometry, batch: usize, channels: usize, dv: &[f32], dx: &mut [f32]) {
+simd_entry! {
+    /// The transpose of [`input_transform`]: `B dV Bᵀ` of each tile of `dv`
+    /// (`[tile][16][channels]`) summed into the padded `dx`, which it first
+    /// clears. The padding ring receives gradient too; callers never read it
+    /// (every consumer masks by an activation that is zero there, or reads
+    /// the board's cells only).
+    pub(crate) fn input_transform_backward = input_transform_backward_with(geometry: Geometry, batch: usize, channels: usize, dv: &[f32], dx: &mut [f32])
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn input_transform_backward_with<W: Lanes>(
+    geometry: Geometry,
+    batch: usize,
+    channels: usize,
+    dv: &[f32],
+    dx: &mut [f32],
+) {
     assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
     let (_, wp) = geometry.padded();
     let cin = channels;
@@ -443,7 +429,7 @@ pub(crate) fn input_transform_backward(geometry: Geometry, batch: usize, channel
     dx[..batch * geometry.padded_cells() * cin].fill(0.0);
     for (tile, v) in dv[..tiles * 16 * cin].chunks_exact(16 * cin).enumerate() {
         let corner = geometry.patch_corner(tile) * cin;
-        by_lanes!(cin, |c, L| input_tile_backward::<L>(v, cin, dx, corner, wp * cin, c));
+        by_lanes!(cin, W, |c| input_tile_backward(v, cin, dx, corner, wp * cin, c));
     }
 }
 
@@ -465,14 +451,11 @@ pub(crate) enum Epilogue {
 /// `value` (bias included) through `epilogue`, `at` being where it goes
 /// (and where its residual input is).
 #[inline(always)]
-fn apply<const L: usize>(epilogue: Epilogue, value: Lane<L>, skip: &[f32], at: usize) -> Lane<L> {
+fn apply<W: Lanes>(epilogue: Epilogue, value: W, skip: &[f32], at: usize) -> W {
     match epilogue {
         Epilogue::Raw => value,
-        Epilogue::Relu | Epilogue::ReluCompact => value.map(|x| x.max(0.0)),
-        Epilogue::Residual { gate } => {
-            let skip = load::<L>(skip, at);
-            std::array::from_fn(|l| (skip[l] + gate * value[l]).max(0.0))
-        }
+        Epilogue::Relu | Epilogue::ReluCompact => value.relu(),
+        Epilogue::Residual { gate } => value.scale_add(gate, W::load(skip, at)).relu(),
     }
 }
 
@@ -480,7 +463,7 @@ fn apply<const L: usize>(epilogue: Epilogue, value: Lane<L>, skip: &[f32], at: u
 /// `c..c + L`, into the cells `targets` names.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn output_tile<const L: usize>(
+fn output_tile<W: Lanes>(
     m: &[f32],
     cout: usize,
     bias: &[f32],
@@ -490,15 +473,15 @@ fn output_tile<const L: usize>(
     destination: &mut [f32],
     c: usize,
 ) {
-    let e = |k: usize| load::<L>(m, k * cout + c);
+    let e = |k: usize| W::load(m, k * cout + c);
     // Rows: s = Aᵀ m (2x4).
-    let mut s = [[[0.0f32; L]; 4]; 2];
+    let mut s = [[W::zero(); 4]; 2];
     for j in 0..4 {
         let (m0, m1, m2, m3) = (e(j), e(4 + j), e(8 + j), e(12 + j));
         s[0][j] = add(add(m0, m1), m2);
         s[1][j] = sub(sub(m1, m2), m3);
     }
-    let bias = load::<L>(bias, c);
+    let bias = W::load(bias, c);
     // Columns: y = s A, then the bias and the epilogue.
     for (si, row) in s.iter().zip(targets) {
         let outputs = [add(add(si[0], si[1]), si[2]), sub(sub(si[1], si[2]), si[3])];
@@ -511,12 +494,16 @@ fn output_tile<const L: usize>(
     }
 }
 
-/// `y = Aᵀ m A + bias` of every tile of `m` (`[tile][16][channels]`)
-/// through `epilogue` into the board cells of `destination` (padded, or
-/// compact for [`Epilogue::ReluCompact`]); `skip` is the residual input.
-#[multiversion::multiversion(targets = "simd")]
+simd_entry! {
+    /// `y = Aᵀ m A + bias` of every tile of `m` (`[tile][16][channels]`)
+    /// through `epilogue` into the board cells of `destination` (padded, or
+    /// compact for [`Epilogue::ReluCompact`]); `skip` is the residual input.
+    pub(crate) fn output_transform = output_transform_with(geometry: Geometry, batch: usize, channels: usize, m: &[f32], bias: &[f32], epilogue: Epilogue, skip: &[f32], destination: &mut [f32])
+}
+
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn output_transform(
+fn output_transform_with<W: Lanes>(
     geometry: Geometry,
     batch: usize,
     channels: usize,
@@ -531,15 +518,15 @@ pub(crate) fn output_transform(
     let tiles = batch * geometry.tiles_per_position();
     for (tile, m) in m[..tiles * 16 * cout].chunks_exact(16 * cout).enumerate() {
         let targets = geometry.tile_outputs::<2>(tile, epilogue == Epilogue::ReluCompact);
-        by_lanes!(cout, |c, L| output_tile::<L>(m, cout, bias, epilogue, &targets, skip, destination, c));
+        by_lanes!(cout, W, |c| output_tile(m, cout, bias, epilogue, &targets, skip, destination, c));
     }
 }
 
 /// `Aᵀ m A` of F(4x4, 3x3) plus the bias, through the epilogue, of one
-/// tile for channels `c..c + L`, into the cells `targets` names.
+/// tile for the lane group at channel `c`, into the cells `targets` names.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn output_tile4<const L: usize>(
+fn output_tile4<W: Lanes>(
     m: &[f32],
     (at, plane): (usize, usize),
     cout: usize,
@@ -550,31 +537,32 @@ fn output_tile4<const L: usize>(
     destination: &mut [f32],
     c: usize,
 ) {
-    // Columns: s = Aᵀ m (4x6).
-    let mut s = [[[0.0f32; L]; 6]; 4];
-    for j in 0..6 {
-        let column = output_line4(std::array::from_fn(|i| load::<L>(m, (i * 6 + j) * plane + at + c)));
-        for (i, value) in column.into_iter().enumerate() {
-            s[i][j] = value;
-        }
-    }
-    let bias = load::<L>(bias, c);
+    // Columns: s = Aᵀ m (4x6), `columns[j][i]` = s[i][j]; indexed, not
+    // moved, as in `input_tile4`.
+    let columns: [[W; 4]; 6] =
+        std::array::from_fn(|j| output_line4(std::array::from_fn(|i| W::load(m, (i * 6 + j) * plane + at + c))));
+    let bias = W::load(bias, c);
     // Rows: y = s A, then the bias and the epilogue.
-    for (line, row) in s.into_iter().zip(targets) {
-        for (value, target) in output_line4(line).into_iter().zip(row) {
-            if let Some(at) = target {
+    for i in 0..4 {
+        let line = output_line4(std::array::from_fn(|j| columns[j][i]));
+        for j in 0..4 {
+            if let Some(at) = targets[i][j] {
                 let at = at * cout + c;
-                store(destination, at, apply(epilogue, add(value, bias), skip, at));
+                store(destination, at, apply(epilogue, add(line[j], bias), skip, at));
             }
         }
     }
 }
 
-/// `y = Aᵀ m A + bias` of F(4x4, 3x3) for every tile of `m`
-/// (`[36][tile][channels]`), as [`output_transform`] does for F(2x2, 3x3).
-#[multiversion::multiversion(targets = "simd")]
+simd_entry! {
+    /// `y = Aᵀ m A + bias` of F(4x4, 3x3) for every tile of `m`
+    /// (`[36][tile][channels]`), as [`output_transform`] does for F(2x2, 3x3).
+    pub(crate) fn output_transform4 = output_transform4_with(geometry: Geometry, batch: usize, channels: usize, m: &[f32], bias: &[f32], epilogue: Epilogue, skip: &[f32], destination: &mut [f32])
+}
+
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn output_transform4(
+fn output_transform4_with<W: Lanes>(
     geometry: Geometry,
     batch: usize,
     channels: usize,
@@ -591,14 +579,14 @@ pub(crate) fn output_transform4(
     for tile in 0..tiles {
         let targets = geometry.tile_outputs::<4>(tile, epilogue == Epilogue::ReluCompact);
         let place = (tile * cout, tiles * cout);
-        by_lanes!(cout, |c, L| output_tile4::<L>(m, place, cout, bias, epilogue, &targets, skip, destination, c));
+        by_lanes!(cout, W, |c| output_tile4(m, place, cout, bias, epilogue, &targets, skip, destination, c));
     }
 }
 
-/// `A dy Aᵀ` of one tile for channels `c..c + L`; adds the outputs'
+/// `A dy Aᵀ` of one tile for the lane group at channel `c`; adds the outputs'
 /// gradients to `bias`.
 #[inline(always)]
-fn output_tile_backward<const L: usize>(
+fn output_tile_backward<W: Lanes>(
     dy: &[f32],
     targets: &[[Option<usize>; 2]; 2],
     cout: usize,
@@ -606,7 +594,7 @@ fn output_tile_backward<const L: usize>(
     bias: &mut [f32],
     c: usize,
 ) {
-    let g = |a: usize, b: usize| targets[a][b].map_or([0.0; L], |at| load::<L>(dy, at * cout + c));
+    let g = |a: usize, b: usize| targets[a][b].map_or(W::zero(), |at| W::load(dy, at * cout + c));
     let dyt = [[g(0, 0), g(0, 1)], [g(1, 0), g(1, 1)]];
     let total = add(add(dyt[0][0], dyt[0][1]), add(dyt[1][0], dyt[1][1]));
     store(bias, c, add(load(bias, c), total));
@@ -622,12 +610,17 @@ fn output_tile_backward<const L: usize>(
     }
 }
 
-/// The transpose of the output transform `y = Aᵀ m A`: `A dy Aᵀ` of each
-/// tile's 2x2 output gradient (read from the padded `dy`, zero past an odd
-/// side) into `dm`, `[tile][16][channels]`; adds each output gradient to
-/// `bias` too (the bias gradient is their sum).
-#[multiversion::multiversion(targets = "simd")]
-pub(crate) fn output_transform_backward(
+simd_entry! {
+    /// The transpose of the output transform `y = Aᵀ m A`: `A dy Aᵀ` of each
+    /// tile's 2x2 output gradient (read from the padded `dy`, zero past an odd
+    /// side) into `dm`, `[tile][16][channels]`; adds each output gradient to
+    /// `bias` too (the bias gradient is their sum).
+    pub(crate) fn output_transform_backward = output_transform_backward_with(geometry: Geometry, batch: usize, channels: usize, dy: &[f32], dm: &mut [f32], bias: &mut [f32])
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn output_transform_backward_with<W: Lanes>(
     geometry: Geometry,
     batch: usize,
     channels: usize,
@@ -640,7 +633,7 @@ pub(crate) fn output_transform_backward(
     let tiles = batch * geometry.tiles_per_position();
     for (tile, m) in dm[..tiles * 16 * cout].chunks_exact_mut(16 * cout).enumerate() {
         let targets = geometry.tile_outputs::<2>(tile, false);
-        by_lanes!(cout, |c, L| output_tile_backward::<L>(dy, &targets, cout, m, bias, c));
+        by_lanes!(cout, W, |c| output_tile_backward(dy, &targets, cout, m, bias, c));
     }
 }
 
