@@ -21,6 +21,7 @@
 //! small packing buffers inside each product.
 
 mod lanes;
+mod product;
 pub mod train;
 mod winograd;
 

@@ -21,6 +21,7 @@
 use gemm::Parallelism;
 
 use super::lanes::{LANES, Lanes, by_lanes, simd_entry};
+use super::product;
 
 use crate::encoding::INPUT_PLANES;
 
@@ -816,6 +817,24 @@ pub(crate) fn matmul(
                 dst[row * dst_row_stride..][..n].fill(0.0);
             }
         }
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if product::takes(n, k, lhs.col_stride, rhs.col_stride) {
+        let operands = product::Operands {
+            m,
+            n,
+            k,
+            dst: dst.as_mut_ptr(),
+            dst_row: dst_row_stride,
+            lhs: lhs.data.as_ptr(),
+            lhs_row: lhs.row_stride,
+            rhs: rhs.data.as_ptr(),
+            rhs_row: rhs.row_stride,
+        };
+        // SAFETY: `takes` checked the shapes and the CPU; the bounds were
+        // checked above; `dst` is a unique borrow.
+        unsafe { product::product(operands, accumulate) };
         return;
     }
     // SAFETY: every index the product touches was checked above: rows and
