@@ -8,8 +8,9 @@
 //! strided copies alone costing most of a convolution). Leela Zero's CPU
 //! backend shows the way: Winograd F(2x2, 3x3) convolutions, whose 16
 //! matrix products per layer take 2.25x fewer multiplications than a direct
-//! convolution (F(4x4, 3x3), whose 36 take 4x fewer, where both sides
-//! are 0 or 3 modulo 4, as on 8x8 and 12x12), on
+//! convolution (F(4x4, 3x3), whose 36 take 4x fewer, on every board
+//! where they number at most 0.85 of F(2x2, 3x3)'s: 7x7 and up, but not
+//! 6x6), on
 //! activations kept in one padded channels-last layout so that the
 //! transforms are plain loops and no layer copies its input.
 //!
@@ -360,9 +361,9 @@ mod tests {
         let net = gated_net(2, 16);
         let mut native = NativeNet::new(&net);
         // Odd sides, a single cell, a rectangle and the biggest board; a
-        // batch that outgrows the buffers of its size; a batch split in
-        // sub-batches (13x13, and 8x8 and 12x12 on F(4x4, 3x3)); F(4x4,
-        // 3x3) with partial tiles (7x7, 3x20).
+        // batch that outgrows the buffers of its size; batches split in
+        // sub-batches (6x10 on F(2x2, 3x3); 13x13, 8x8 and 12x12 on F(4x4,
+        // 3x3)); F(4x4, 3x3) with partial tiles (5x7, 7x7, 13x20, 3x20).
         for (size, batch) in [
             ("8x8", 5),
             ("5x7", 3),
@@ -376,6 +377,7 @@ mod tests {
             ("12x12", 5),
             ("3x20", 2),
             ("8x8", 12),
+            ("6x10", 40),
         ] {
             let size: Size = size.parse().unwrap();
             let boards = cycled_positions(size, batch);

@@ -65,17 +65,18 @@ impl Geometry {
     }
 
     /// The faster tiling for inference: F(4x4, 3x3) where its products
-    /// (36 a tile) are at most 0.6 of F(2x2, 3x3)'s (16 a tile), which on
-    /// boards up to 20x20 is where both sides are 0 or 3 modulo 4 (8x8,
-    /// 12x12, 7x7, 16x16, 20x20, ...: 0.5625), and F(2x2, 3x3) otherwise. Measured (`konane bench-net`, b4c48, batch
-    /// 32, Zen 4): 1.3x on 8x8 and 1.2-1.45x on 12x12 with F(4x4, 3x3),
-    /// but level on 10x10 (0.81) and 14x14 (0.73), where the partial 4x4
-    /// tiles and its costlier transforms eat the saving, and noisy either
-    /// way on 13x20 (0.64) and 14x17 (0.71).
+    /// (36 a tile) are at most 0.85 of F(2x2, 3x3)'s (16 a tile), and
+    /// F(2x2, 3x3) otherwise. Measured (`konane bench-net`, b4c48, batch
+    /// 32, Zen 4, with the AVX-512 transforms and product kernel): F(4x4)
+    /// 1.3x on 8x8 (0.5625 of the products), 1.4x on 13x20 (0.64) and
+    /// 14x17 (0.71), 1.1-1.45x on 14x14 (0.73), 1.15-1.3x on 9x13 (0.77),
+    /// 1.2x on 10x10 (0.81), 1.1-1.3x on 6x18 (0.83); level on 6x14
+    /// (0.86); a loss on 6x6 (1.0, 0.8-0.95x), where partial tiles and the
+    /// costlier transforms eat the saving.
     pub(crate) fn for_inference(rows: usize, cols: usize) -> Geometry {
         let (two, four) = (Geometry::new(rows, cols), Geometry { rows, cols, tile: 4 });
         let products = |g: Geometry| g.tiles_per_position() * g.elements();
-        if 5 * products(four) <= 3 * products(two) { four } else { two }
+        if 20 * products(four) <= 17 * products(two) { four } else { two }
     }
 
     /// Winograd-domain elements of one tile: `(tile + 2)²`.
@@ -1061,23 +1062,33 @@ mod tests {
             (12, 12, 4),
             (7, 8, 4),
             (3, 3, 4),
-            (10, 10, 2),
-            (14, 14, 2),
-            (14, 17, 2),
-            (13, 20, 2),
-            (9, 13, 2),
+            (10, 10, 4),
+            (14, 14, 4),
+            (14, 17, 4),
+            (13, 20, 4),
+            (9, 13, 4),
+            (6, 18, 4),
+            (6, 14, 2),
+            (6, 10, 2),
             (6, 6, 2),
+            (5, 5, 2),
             (1, 1, 2),
             (2, 5, 2),
         ] {
             assert_eq!(Geometry::for_inference(rows, cols).tile, tile, "{rows}x{cols}");
         }
-        // On every board the rules allow, the threshold is the modulo-4 rule.
+        // Both sides 0 or 3 modulo 4 (whole 4x4 tiles, or one wasted row) is
+        // always F(4x4, 3x3); a side of 1 or 2 cells is always F(2x2, 3x3).
         for rows in 1..=20 {
             for cols in 1..=20 {
                 let fits = |side: usize| side.is_multiple_of(4) || side % 4 == 3;
-                let expected = if fits(rows) && fits(cols) { 4 } else { 2 };
-                assert_eq!(Geometry::for_inference(rows, cols).tile, expected, "{rows}x{cols}");
+                let tile = Geometry::for_inference(rows, cols).tile;
+                if fits(rows) && fits(cols) {
+                    assert_eq!(tile, 4, "{rows}x{cols}");
+                }
+                if rows <= 2 || cols <= 2 {
+                    assert_eq!(tile, 2, "{rows}x{cols}");
+                }
             }
         }
         let eight = Geometry::for_inference(8, 8);
