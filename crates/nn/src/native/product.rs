@@ -13,6 +13,8 @@
 //! 48 columns accumulate in 24 registers across the whole `k`, then go
 //! to `dst` once. Shapes it does not take go to `gemm`.
 
+#![allow(clippy::needless_range_loop)] // registers indexed by row and column alike, each loop unrolled
+
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 

@@ -320,7 +320,13 @@ fn input_tile<W: Lanes>(source: &[f32], corner: usize, row: usize, cin: usize, o
 simd_entry! {
     /// `Bᵀ d B` of every 4x4 patch of the padded `source` (`channels` wide)
     /// into `out`, `[tile][16][channels]`.
-    pub(crate) fn input_transform = input_transform_with(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32])
+    pub(crate) fn input_transform = input_transform_with(
+        geometry: Geometry,
+        batch: usize,
+        channels: usize,
+        source: &[f32],
+        out: &mut [f32],
+    )
 }
 
 #[inline(always)]
@@ -368,7 +374,13 @@ simd_entry! {
     /// `source` (`channels` wide) into `out`, `[36][tile][channels]`: element
     /// by element, so that each element's matrix product reads and writes
     /// contiguous rows.
-    pub(crate) fn input_transform4 = input_transform4_with(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32])
+    pub(crate) fn input_transform4 = input_transform4_with(
+        geometry: Geometry,
+        batch: usize,
+        channels: usize,
+        source: &[f32],
+        out: &mut [f32],
+    )
 }
 
 #[inline(always)]
@@ -412,7 +424,13 @@ simd_entry! {
     /// clears. The padding ring receives gradient too; callers never read it
     /// (every consumer masks by an activation that is zero there, or reads
     /// the board's cells only).
-    pub(crate) fn input_transform_backward = input_transform_backward_with(geometry: Geometry, batch: usize, channels: usize, dv: &[f32], dx: &mut [f32])
+    pub(crate) fn input_transform_backward = input_transform_backward_with(
+        geometry: Geometry,
+        batch: usize,
+        channels: usize,
+        dv: &[f32],
+        dx: &mut [f32],
+    )
 }
 
 #[inline(always)]
@@ -500,7 +518,17 @@ simd_entry! {
     /// `y = Aᵀ m A + bias` of every tile of `m` (`[tile][16][channels]`)
     /// through `epilogue` into the board cells of `destination` (padded, or
     /// compact for [`Epilogue::ReluCompact`]); `skip` is the residual input.
-    pub(crate) fn output_transform = output_transform_with(geometry: Geometry, batch: usize, channels: usize, m: &[f32], bias: &[f32], epilogue: Epilogue, skip: &[f32], destination: &mut [f32])
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn output_transform = output_transform_with(
+        geometry: Geometry,
+        batch: usize,
+        channels: usize,
+        m: &[f32],
+        bias: &[f32],
+        epilogue: Epilogue,
+        skip: &[f32],
+        destination: &mut [f32],
+    )
 }
 
 #[inline(always)]
@@ -559,7 +587,17 @@ fn output_tile4<W: Lanes>(
 simd_entry! {
     /// `y = Aᵀ m A + bias` of F(4x4, 3x3) for every tile of `m`
     /// (`[36][tile][channels]`), as [`output_transform`] does for F(2x2, 3x3).
-    pub(crate) fn output_transform4 = output_transform4_with(geometry: Geometry, batch: usize, channels: usize, m: &[f32], bias: &[f32], epilogue: Epilogue, skip: &[f32], destination: &mut [f32])
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn output_transform4 = output_transform4_with(
+        geometry: Geometry,
+        batch: usize,
+        channels: usize,
+        m: &[f32],
+        bias: &[f32],
+        epilogue: Epilogue,
+        skip: &[f32],
+        destination: &mut [f32],
+    )
 }
 
 #[inline(always)]
@@ -617,7 +655,14 @@ simd_entry! {
     /// tile's 2x2 output gradient (read from the padded `dy`, zero past an odd
     /// side) into `dm`, `[tile][16][channels]`; adds each output gradient to
     /// `bias` too (the bias gradient is their sum).
-    pub(crate) fn output_transform_backward = output_transform_backward_with(geometry: Geometry, batch: usize, channels: usize, dy: &[f32], dm: &mut [f32], bias: &mut [f32])
+    pub(crate) fn output_transform_backward = output_transform_backward_with(
+        geometry: Geometry,
+        batch: usize,
+        channels: usize,
+        dy: &[f32],
+        dm: &mut [f32],
+        bias: &mut [f32],
+    )
 }
 
 #[inline(always)]
