@@ -88,8 +88,8 @@ mod avx512 {
     ///
     /// Its methods execute AVX-512F instructions, so code that uses it
     /// must only run where the CPU has them: only the `avx512` variants
-    /// [`simd_entry!`](crate::native::lanes) defines touch it, and they run
-    /// after `is_x86_feature_detected!("avx512f")`.
+    /// that `simd_entry!` defines touch it, and they run after
+    /// `is_x86_feature_detected!("avx512f")`.
     #[derive(Clone, Copy)]
     pub(crate) struct Zmm(__m512);
 
@@ -171,29 +171,32 @@ macro_rules! by_lanes {
 }
 pub(crate) use by_lanes;
 
-/// Defines `fn $name(args)` as `$body::<W>(args)` with the widest lane
-/// group the CPU runs: [`Zmm`] where it has AVX-512F (checked at each
-/// call: a cached flag), else `[f32; LANES]` compiled by `multiversion`
-/// for the best of AVX2 and the baseline. `$body` must be
-/// `#[inline(always)]`, so each variant compiles it for its own target.
+/// Defines `fn $name(args)` from a body generic over the lane group
+/// `$w`, run with the widest group the CPU has: [`Zmm`] where it has
+/// AVX-512F (checked at each call: a cached flag), else `[f32; LANES]`
+/// compiled by `multiversion` for the best of AVX2 and the baseline. The
+/// body is inlined into each variant, so each compiles it for its target.
 macro_rules! simd_entry {
-    ($(#[$meta:meta])* $vis:vis fn $name:ident = $body:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident<$w:ident>($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$meta])*
-        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            fn body<$w: $crate::native::lanes::Lanes>($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx512f") {
                 #[target_feature(enable = "avx512f")]
                 #[allow(clippy::too_many_arguments)]
-                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
-                    $body::<$crate::native::lanes::Zmm>($($arg),*)
+                unsafe fn avx512($($arg: $ty),*) {
+                    body::<$crate::native::lanes::Zmm>($($arg),*)
                 }
                 // SAFETY: the CPU has AVX-512F, all `Zmm` needs.
                 return unsafe { avx512($($arg),*) };
             }
             #[multiversion::multiversion(targets = "simd")]
             #[allow(clippy::too_many_arguments)]
-            fn portable($($arg: $ty),*) $(-> $ret)? {
-                $body::<[f32; $crate::native::lanes::LANES]>($($arg),*)
+            fn portable($($arg: $ty),*) {
+                body::<[f32; $crate::native::lanes::LANES]>($($arg),*)
             }
             portable($($arg),*)
         }

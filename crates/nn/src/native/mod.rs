@@ -24,6 +24,7 @@
 //! small packing buffers inside each one.
 
 mod lanes;
+#[cfg(target_arch = "x86_64")]
 mod product;
 pub mod train;
 mod winograd;

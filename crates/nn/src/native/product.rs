@@ -15,7 +15,6 @@
 
 #![allow(clippy::needless_range_loop)] // registers indexed by row and column alike, each loop unrolled
 
-#[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
 /// `f32` values in one AVX-512 register.
@@ -26,30 +25,18 @@ const WIDTH: usize = 16;
 /// contiguous, and a `k` small enough that a column block of the right
 /// factor (`k` x 48) stays in the first-level cache.
 pub(crate) fn takes(n: usize, k: usize, lhs_col_stride: usize, rhs_col_stride: usize) -> bool {
-    cfg!(target_arch = "x86_64")
-        && n.is_multiple_of(WIDTH)
+    n.is_multiple_of(WIDTH)
         && n > 0
         && (1..=256).contains(&k)
         && lhs_col_stride == 1
         && rhs_col_stride == 1
-        && has_avx512()
-}
-
-#[cfg(target_arch = "x86_64")]
-fn has_avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn has_avx512() -> bool {
-    false
+        && std::arch::is_x86_feature_detected!("avx512f")
 }
 
 /// The factors of one product, as raw rows: `lhs` `[m][k]` with rows
 /// `lhs_row` apart, `rhs` `[k][n]` with rows `rhs_row` apart, `dst`
 /// `[m][n]` with rows `dst_row` apart.
 #[derive(Clone, Copy)]
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Operands {
     pub(crate) m: usize,
     pub(crate) n: usize,
@@ -67,7 +54,6 @@ pub(crate) struct Operands {
 /// # Safety
 /// [`takes`] holds for the shapes, and every row and column the
 /// [`Operands`] name lies within its allocation (the caller checked).
-#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn product(o: Operands, accumulate: bool) {
     let mut column = 0;
@@ -88,7 +74,6 @@ pub(crate) unsafe fn product(o: Operands, accumulate: bool) {
 
 /// The columns `column..column + 16 * C` of every row, in blocks of 8
 /// rows and then 4, 2 and 1.
-#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn columns<const C: usize>(o: Operands, column: usize, accumulate: bool) {
     let mut row = 0;
@@ -112,7 +97,6 @@ unsafe fn columns<const C: usize>(o: Operands, column: usize, accumulate: bool) 
 
 /// `R` rows by `16 * C` columns, accumulated in `R * C` registers over
 /// the whole `k`.
-#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn block<const C: usize, const R: usize>(o: Operands, row: usize, column: usize, accumulate: bool) {
     // SAFETY (the whole body): AVX-512F is enabled by the caller's target
@@ -147,7 +131,7 @@ unsafe fn block<const C: usize, const R: usize>(o: Operands, row: usize, column:
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -157,7 +141,7 @@ mod tests {
     /// accumulation.
     #[test]
     fn products_match_a_direct_product_and_stay_in_their_rows() {
-        if !has_avx512() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
             return;
         }
         let value = |i: usize, salt: usize| (((i * 7919 + salt * 104_729) % 2003) as f32 - 1001.0) / 997.0;

@@ -21,6 +21,7 @@
 use gemm::Parallelism;
 
 use super::lanes::{LANES, Lanes, by_lanes, simd_entry};
+#[cfg(target_arch = "x86_64")]
 use super::product;
 
 use crate::encoding::INPUT_PLANES;
@@ -247,31 +248,6 @@ pub(crate) fn filter_transform4(g: &[f32], inputs: usize, outputs: usize, u: &mu
     }
 }
 
-#[inline(always)]
-fn load<W: Lanes>(s: &[f32], at: usize) -> W {
-    W::load(s, at)
-}
-
-#[inline(always)]
-fn store<W: Lanes>(s: &mut [f32], at: usize, v: W) {
-    v.store(s, at);
-}
-
-#[inline(always)]
-fn add<W: Lanes>(a: W, b: W) -> W {
-    a.add(b)
-}
-
-#[inline(always)]
-fn sub<W: Lanes>(a: W, b: W) -> W {
-    a.sub(b)
-}
-
-#[inline(always)]
-fn neg<W: Lanes>(a: W) -> W {
-    a.neg()
-}
-
 /// `Bᵀ d` of F(4x4, 3x3) along one line of a 6x6 patch.
 #[inline(always)]
 fn input_line4<W: Lanes>(d: [W; 6]) -> [W; 6] {
@@ -303,42 +279,38 @@ fn input_tile<W: Lanes>(source: &[f32], corner: usize, row: usize, cin: usize, o
     let mut t = [[W::zero(); 4]; 4];
     for b in 0..4 {
         let (d0, d1, d2, d3) = (d(0, b), d(1, b), d(2, b), d(3, b));
-        t[0][b] = sub(d0, d2);
-        t[1][b] = add(d1, d2);
-        t[2][b] = sub(d2, d1);
-        t[3][b] = sub(d1, d3);
+        t[0][b] = d0.sub(d2);
+        t[1][b] = d1.add(d2);
+        t[2][b] = d2.sub(d1);
+        t[3][b] = d1.sub(d3);
     }
     // Columns: V = t B.
     for (i, [t0, t1, t2, t3]) in t.into_iter().enumerate() {
-        store(out, (i * 4) * cin + c, sub(t0, t2));
-        store(out, (i * 4 + 1) * cin + c, add(t1, t2));
-        store(out, (i * 4 + 2) * cin + c, sub(t2, t1));
-        store(out, (i * 4 + 3) * cin + c, sub(t1, t3));
+        t0.sub(t2).store(out, (i * 4) * cin + c);
+        t1.add(t2).store(out, (i * 4 + 1) * cin + c);
+        t2.sub(t1).store(out, (i * 4 + 2) * cin + c);
+        t1.sub(t3).store(out, (i * 4 + 3) * cin + c);
     }
 }
 
 simd_entry! {
     /// `Bᵀ d B` of every 4x4 patch of the padded `source` (`channels` wide)
     /// into `out`, `[tile][16][channels]`.
-    pub(crate) fn input_transform = input_transform_with(
+    pub(crate) fn input_transform<W>(
         geometry: Geometry,
         batch: usize,
         channels: usize,
         source: &[f32],
         out: &mut [f32],
-    )
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn input_transform_with<W: Lanes>(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
-    assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
-    let (_, wp) = geometry.padded();
-    let cin = channels;
-    let tiles = batch * geometry.tiles_per_position();
-    for (tile, out) in out[..tiles * 16 * cin].chunks_exact_mut(16 * cin).enumerate() {
-        let corner = geometry.patch_corner(tile) * cin;
-        by_lanes!(cin, W, |c| input_tile(source, corner, wp * cin, cin, out, c));
+    ) {
+        assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
+        let (_, wp) = geometry.padded();
+        let cin = channels;
+        let tiles = batch * geometry.tiles_per_position();
+        for (tile, out) in out[..tiles * 16 * cin].chunks_exact_mut(16 * cin).enumerate() {
+            let corner = geometry.patch_corner(tile) * cin;
+            by_lanes!(cin, W, |c| input_tile(source, corner, wp * cin, cin, out, c));
+        }
     }
 }
 
@@ -364,7 +336,7 @@ fn input_tile4<W: Lanes>(
     for i in 0..6 {
         let line = input_line4(std::array::from_fn(|b| columns[b][i]));
         for j in 0..6 {
-            store(out, (i * 6 + j) * plane + at + c, line[j]);
+            line[j].store(out, (i * 6 + j) * plane + at + c);
         }
     }
 }
@@ -374,26 +346,22 @@ simd_entry! {
     /// `source` (`channels` wide) into `out`, `[36][tile][channels]`: element
     /// by element, so that each element's matrix product reads and writes
     /// contiguous rows.
-    pub(crate) fn input_transform4 = input_transform4_with(
+    pub(crate) fn input_transform4<W>(
         geometry: Geometry,
         batch: usize,
         channels: usize,
         source: &[f32],
         out: &mut [f32],
-    )
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn input_transform4_with<W: Lanes>(geometry: Geometry, batch: usize, channels: usize, source: &[f32], out: &mut [f32]) {
-    assert_eq!(geometry.tile, 4, "an F(4x4, 3x3) transform of another tiling");
-    let (_, wp) = geometry.padded();
-    let cin = channels;
-    let tiles = batch * geometry.tiles_per_position();
-    let out = &mut out[..36 * tiles * cin];
-    for tile in 0..tiles {
-        let corner = geometry.patch_corner(tile) * cin;
-        by_lanes!(cin, W, |c| input_tile4(source, corner, wp * cin, cin, out, tile * cin, tiles * cin, c));
+    ) {
+        assert_eq!(geometry.tile, 4, "an F(4x4, 3x3) transform of another tiling");
+        let (_, wp) = geometry.padded();
+        let cin = channels;
+        let tiles = batch * geometry.tiles_per_position();
+        let out = &mut out[..36 * tiles * cin];
+        for tile in 0..tiles {
+            let corner = geometry.patch_corner(tile) * cin;
+            by_lanes!(cin, W, |c| input_tile4(source, corner, wp * cin, cin, out, tile * cin, tiles * cin, c));
+        }
     }
 }
 
@@ -405,15 +373,15 @@ fn input_tile_backward<W: Lanes>(v: &[f32], cin: usize, dx: &mut [f32], corner: 
     for (i, out) in dt.iter_mut().enumerate() {
         let e = |j: usize| W::load(v, (i * 4 + j) * cin + c);
         let (v0, v1, v2, v3) = (e(0), e(1), e(2), e(3));
-        *out = [v0, add(sub(v1, v2), v3), sub(add(v1, v2), v0), neg(v3)];
+        *out = [v0, v1.sub(v2).add(v3), v1.add(v2).sub(v0), v3.neg()];
     }
     // Rows: dd = B dt, added into the overlapping patch.
     for j in 0..4 {
         let (t0, t1, t2, t3) = (dt[0][j], dt[1][j], dt[2][j], dt[3][j]);
-        let column = [t0, add(sub(t1, t2), t3), sub(add(t1, t2), t0), neg(t3)];
+        let column = [t0, t1.sub(t2).add(t3), t1.add(t2).sub(t0), t3.neg()];
         for (i, value) in column.into_iter().enumerate() {
             let at = corner + i * row + j * cin + c;
-            store(dx, at, add(load(dx, at), value));
+            W::load(dx, at).add(value).store(dx, at);
         }
     }
 }
@@ -424,32 +392,22 @@ simd_entry! {
     /// clears. The padding ring receives gradient too; callers never read it
     /// (every consumer masks by an activation that is zero there, or reads
     /// the board's cells only).
-    pub(crate) fn input_transform_backward = input_transform_backward_with(
+    pub(crate) fn input_transform_backward<W>(
         geometry: Geometry,
         batch: usize,
         channels: usize,
         dv: &[f32],
         dx: &mut [f32],
-    )
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn input_transform_backward_with<W: Lanes>(
-    geometry: Geometry,
-    batch: usize,
-    channels: usize,
-    dv: &[f32],
-    dx: &mut [f32],
-) {
-    assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
-    let (_, wp) = geometry.padded();
-    let cin = channels;
-    let tiles = batch * geometry.tiles_per_position();
-    dx[..batch * geometry.padded_cells() * cin].fill(0.0);
-    for (tile, v) in dv[..tiles * 16 * cin].chunks_exact(16 * cin).enumerate() {
-        let corner = geometry.patch_corner(tile) * cin;
-        by_lanes!(cin, W, |c| input_tile_backward(v, cin, dx, corner, wp * cin, c));
+    ) {
+        assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
+        let (_, wp) = geometry.padded();
+        let cin = channels;
+        let tiles = batch * geometry.tiles_per_position();
+        dx[..batch * geometry.padded_cells() * cin].fill(0.0);
+        for (tile, v) in dv[..tiles * 16 * cin].chunks_exact(16 * cin).enumerate() {
+            let corner = geometry.patch_corner(tile) * cin;
+            by_lanes!(cin, W, |c| input_tile_backward(v, cin, dx, corner, wp * cin, c));
+        }
     }
 }
 
@@ -498,17 +456,17 @@ fn output_tile<W: Lanes>(
     let mut s = [[W::zero(); 4]; 2];
     for j in 0..4 {
         let (m0, m1, m2, m3) = (e(j), e(4 + j), e(8 + j), e(12 + j));
-        s[0][j] = add(add(m0, m1), m2);
-        s[1][j] = sub(sub(m1, m2), m3);
+        s[0][j] = m0.add(m1).add(m2);
+        s[1][j] = m1.sub(m2).sub(m3);
     }
     let bias = W::load(bias, c);
     // Columns: y = s A, then the bias and the epilogue.
     for (si, row) in s.iter().zip(targets) {
-        let outputs = [add(add(si[0], si[1]), si[2]), sub(sub(si[1], si[2]), si[3])];
+        let outputs = [si[0].add(si[1]).add(si[2]), si[1].sub(si[2]).sub(si[3])];
         for (value, target) in outputs.into_iter().zip(row) {
             if let Some(at) = target {
                 let at = at * cout + c;
-                store(destination, at, apply(epilogue, add(value, bias), skip, at));
+                apply(epilogue, value.add(bias), skip, at).store(destination, at);
             }
         }
     }
@@ -519,7 +477,7 @@ simd_entry! {
     /// through `epilogue` into the board cells of `destination` (padded, or
     /// compact for [`Epilogue::ReluCompact`]); `skip` is the residual input.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn output_transform = output_transform_with(
+    pub(crate) fn output_transform<W>(
         geometry: Geometry,
         batch: usize,
         channels: usize,
@@ -528,27 +486,14 @@ simd_entry! {
         epilogue: Epilogue,
         skip: &[f32],
         destination: &mut [f32],
-    )
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn output_transform_with<W: Lanes>(
-    geometry: Geometry,
-    batch: usize,
-    channels: usize,
-    m: &[f32],
-    bias: &[f32],
-    epilogue: Epilogue,
-    skip: &[f32],
-    destination: &mut [f32],
-) {
-    assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
-    let cout = channels;
-    let tiles = batch * geometry.tiles_per_position();
-    for (tile, m) in m[..tiles * 16 * cout].chunks_exact(16 * cout).enumerate() {
-        let targets = geometry.tile_outputs::<2>(tile, epilogue == Epilogue::ReluCompact);
-        by_lanes!(cout, W, |c| output_tile(m, cout, bias, epilogue, &targets, skip, destination, c));
+    ) {
+        assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
+        let cout = channels;
+        let tiles = batch * geometry.tiles_per_position();
+        for (tile, m) in m[..tiles * 16 * cout].chunks_exact(16 * cout).enumerate() {
+            let targets = geometry.tile_outputs::<2>(tile, epilogue == Epilogue::ReluCompact);
+            by_lanes!(cout, W, |c| output_tile(m, cout, bias, epilogue, &targets, skip, destination, c));
+        }
     }
 }
 
@@ -578,7 +523,7 @@ fn output_tile4<W: Lanes>(
         for j in 0..4 {
             if let Some(at) = targets[i][j] {
                 let at = at * cout + c;
-                store(destination, at, apply(epilogue, add(line[j], bias), skip, at));
+                apply(epilogue, line[j].add(bias), skip, at).store(destination, at);
             }
         }
     }
@@ -588,7 +533,7 @@ simd_entry! {
     /// `y = Aᵀ m A + bias` of F(4x4, 3x3) for every tile of `m`
     /// (`[36][tile][channels]`), as [`output_transform`] does for F(2x2, 3x3).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn output_transform4 = output_transform4_with(
+    pub(crate) fn output_transform4<W>(
         geometry: Geometry,
         batch: usize,
         channels: usize,
@@ -597,29 +542,16 @@ simd_entry! {
         epilogue: Epilogue,
         skip: &[f32],
         destination: &mut [f32],
-    )
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn output_transform4_with<W: Lanes>(
-    geometry: Geometry,
-    batch: usize,
-    channels: usize,
-    m: &[f32],
-    bias: &[f32],
-    epilogue: Epilogue,
-    skip: &[f32],
-    destination: &mut [f32],
-) {
-    assert_eq!(geometry.tile, 4, "an F(4x4, 3x3) transform of another tiling");
-    let cout = channels;
-    let tiles = batch * geometry.tiles_per_position();
-    let m = &m[..36 * tiles * cout];
-    for tile in 0..tiles {
-        let targets = geometry.tile_outputs::<4>(tile, epilogue == Epilogue::ReluCompact);
-        let place = (tile * cout, tiles * cout);
-        by_lanes!(cout, W, |c| output_tile4(m, place, cout, bias, epilogue, &targets, skip, destination, c));
+    ) {
+        assert_eq!(geometry.tile, 4, "an F(4x4, 3x3) transform of another tiling");
+        let cout = channels;
+        let tiles = batch * geometry.tiles_per_position();
+        let m = &m[..36 * tiles * cout];
+        for tile in 0..tiles {
+            let targets = geometry.tile_outputs::<4>(tile, epilogue == Epilogue::ReluCompact);
+            let place = (tile * cout, tiles * cout);
+            by_lanes!(cout, W, |c| output_tile4(m, place, cout, bias, epilogue, &targets, skip, destination, c));
+        }
     }
 }
 
@@ -636,17 +568,17 @@ fn output_tile_backward<W: Lanes>(
 ) {
     let g = |a: usize, b: usize| targets[a][b].map_or(W::zero(), |at| W::load(dy, at * cout + c));
     let dyt = [[g(0, 0), g(0, 1)], [g(1, 0), g(1, 1)]];
-    let total = add(add(dyt[0][0], dyt[0][1]), add(dyt[1][0], dyt[1][1]));
-    store(bias, c, add(load(bias, c), total));
+    let total = dyt[0][0].add(dyt[0][1]).add(dyt[1][0].add(dyt[1][1]));
+    W::load(bias, c).add(total).store(bias, c);
     // Columns: ds = dy Aᵀ (2x4).
-    let ds = dyt.map(|[y0, y1]| [y0, add(y0, y1), sub(y0, y1), neg(y1)]);
+    let ds = dyt.map(|[y0, y1]| [y0, y0.add(y1), y0.sub(y1), y1.neg()]);
     // Rows: dm = A ds (4x4).
     for j in 0..4 {
         let (s0, s1) = (ds[0][j], ds[1][j]);
-        store(m, j * cout + c, s0);
-        store(m, (4 + j) * cout + c, add(s0, s1));
-        store(m, (8 + j) * cout + c, sub(s0, s1));
-        store(m, (12 + j) * cout + c, neg(s1));
+        s0.store(m, j * cout + c);
+        s0.add(s1).store(m, (4 + j) * cout + c);
+        s0.sub(s1).store(m, (8 + j) * cout + c);
+        s1.neg().store(m, (12 + j) * cout + c);
     }
 }
 
@@ -655,32 +587,21 @@ simd_entry! {
     /// tile's 2x2 output gradient (read from the padded `dy`, zero past an odd
     /// side) into `dm`, `[tile][16][channels]`; adds each output gradient to
     /// `bias` too (the bias gradient is their sum).
-    pub(crate) fn output_transform_backward = output_transform_backward_with(
+    pub(crate) fn output_transform_backward<W>(
         geometry: Geometry,
         batch: usize,
         channels: usize,
         dy: &[f32],
         dm: &mut [f32],
         bias: &mut [f32],
-    )
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn output_transform_backward_with<W: Lanes>(
-    geometry: Geometry,
-    batch: usize,
-    channels: usize,
-    dy: &[f32],
-    dm: &mut [f32],
-    bias: &mut [f32],
-) {
-    assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
-    let cout = channels;
-    let tiles = batch * geometry.tiles_per_position();
-    for (tile, m) in dm[..tiles * 16 * cout].chunks_exact_mut(16 * cout).enumerate() {
-        let targets = geometry.tile_outputs::<2>(tile, false);
-        by_lanes!(cout, W, |c| output_tile_backward(dy, &targets, cout, m, bias, c));
+    ) {
+        assert_eq!(geometry.tile, 2, "an F(2x2, 3x3) transform of another tiling");
+        let cout = channels;
+        let tiles = batch * geometry.tiles_per_position();
+        for (tile, m) in dm[..tiles * 16 * cout].chunks_exact_mut(16 * cout).enumerate() {
+            let targets = geometry.tile_outputs::<2>(tile, false);
+            by_lanes!(cout, W, |c| output_tile_backward(dy, &targets, cout, m, bias, c));
+        }
     }
 }
 
@@ -1098,7 +1019,7 @@ mod tests {
         assert_eq!(checked, [18, 18]);
     }
 
-    /// Inference takes F(4x4, 3x3) where its products are at most 0.6 of
+    /// Inference takes F(4x4, 3x3) where its products are at most 0.85 of
     /// F(2x2, 3x3)'s.
     #[test]
     fn inference_tiles_by_the_count_of_products() {
