@@ -13,8 +13,21 @@ mod memory;
 #[derive(Parser)]
 #[command(name = "konane", version, about, propagate_version = true)]
 struct Cli {
+    /// The widest vector instructions the native kernels may use: `avx2`
+    /// runs on a CPU with AVX-512 what one without it would (to measure or
+    /// compare that path); `gemm`, which takes the products the kernels do
+    /// not, still chooses its own.
+    #[arg(long, global = true, value_enum, default_value = "auto", env = "KONANE_SIMD")]
+    simd: Simd,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--simd`'s values, as [`konane_nn::native::simd::Simd`] has them.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Simd {
+    Auto,
+    Avx2,
 }
 
 #[derive(Subcommand)]
@@ -82,6 +95,10 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
+    konane_nn::native::simd::limit(match cli.simd {
+        Simd::Auto => konane_nn::native::simd::Simd::Auto,
+        Simd::Avx2 => konane_nn::native::simd::Simd::Avx2,
+    });
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of our output went away (`konane perft 8x8 9 | head`):

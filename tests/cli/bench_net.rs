@@ -40,7 +40,10 @@ fn reports_each_batch_and_skips_the_search_when_told() {
     let text = bench_net(&["--search-threads"]);
     let mflop = 2.0 * tiny().multiply_adds(4, 4) as f64 / 1e6;
     assert!(
-        text.contains(&format!("net b1c8 (native backend, native kernels) on 4x4: {mflop:.1} MFLOP a position")),
+        text.contains(&format!(
+            "net b1c8 (native backend, native kernels, {}) on 4x4: {mflop:.1} MFLOP a position",
+            konane_nn::native::simd::in_use()
+        )),
         "{text}"
     );
     for batch in [1, 4] {
@@ -70,4 +73,27 @@ fn measures_the_search_with_the_threads_asked_for() {
         let rate: f64 = line.split_whitespace().rev().nth(1).unwrap().parse().unwrap();
         assert!(rate > 0.0, "{line}");
     }
+}
+
+#[test]
+fn simd_limits_the_kernels_and_refuses_unknown_sets() {
+    // `--simd avx2` (or KONANE_SIMD) keeps the kernels off AVX-512 and
+    // says so; the results are the same to rounding (crates/nn/tests/simd_avx2.rs).
+    let text = bench_net(&["--simd", "avx2", "--search-threads"]);
+    let line = text.lines().next().unwrap_or_default();
+    assert!(line.contains("native kernels, AVX2+FMA)") || line.contains("native kernels, baseline)"), "{text}");
+    let text = String::from_utf8_lossy(
+        &konane_command()
+            .env("KONANE_SIMD", "avx2")
+            .args(["bench-net", "--size", "4x4", "--blocks", "1", "--channels", "8", "--batches", "1"])
+            .args(["--seconds", "0.05", "--search-threads"])
+            .output()
+            .expect("start konane bench-net")
+            .stdout,
+    )
+    .into_owned();
+    assert!(!text.contains("AVX-512") && text.contains("native kernels, "), "{text}");
+    let out = konane_command().args(["--simd", "avx9", "perft", "6x6", "1"]).output().expect("start konane");
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && error.contains("avx9") && error.contains("avx2"), "{error}");
 }

@@ -57,7 +57,11 @@ fn inference(args: &Args, size: Size, config: &NetConfig, net: &Net, positions: 
     let backend = args.backend;
     let mut evaluator = evaluator(args, net);
     let flop = 2.0 * config.multiply_adds(size.rows(), size.cols()) as f64;
-    let engine = if evaluator.is_native() { "native kernels" } else { "burn" };
+    let engine = if evaluator.is_native() {
+        format!("native kernels, {}", konane_nn::native::simd::in_use())
+    } else {
+        "burn".to_owned()
+    };
     let mut out = super::stdout();
     writeln!(
         out,

@@ -54,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = super::stdout();
     writeln!(
         out,
-        "train {}{} ({} backend) on {size}, batch {}: {:.1} MFLOP a sample (forward and backward)",
+        "train {}{} ({} backend, {}) on {size}, batch {}: {:.1} MFLOP a sample (forward and backward)",
         config.name(),
         match (config.soft_policy, config.reply_policy) {
             (false, false) => "",
@@ -63,6 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (true, true) => " with soft and reply policy outputs",
         },
         args.backend,
+        konane_nn::native::simd::in_use(),
         samples.len(),
         flop / 1e6
     )?;

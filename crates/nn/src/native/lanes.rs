@@ -89,7 +89,7 @@ mod avx512 {
     /// Its methods execute AVX-512F instructions, so code that uses it
     /// must only run where the CPU has them: only the `avx512` variants
     /// that `simd_entry!` defines touch it, and they run after
-    /// `is_x86_feature_detected!("avx512f")`.
+    /// `simd::avx512()` (which checks `is_x86_feature_detected!("avx512f")`).
     #[derive(Clone, Copy)]
     pub(crate) struct Zmm(__m512);
 
@@ -173,8 +173,9 @@ pub(crate) use by_lanes;
 
 /// Defines `fn $name(args)` from a body generic over the lane group
 /// `$w`, run with the widest group the CPU has: [`Zmm`] where it has
-/// AVX-512F (checked at each call: a cached flag), else `[f32; LANES]`
-/// compiled by `multiversion` for the best of AVX2 and the baseline. The
+/// AVX-512F and [`simd::limit`](super::simd::limit) allows it (checked at
+/// each call: cached flags), else `[f32; LANES]` compiled by
+/// `multiversion` for the best of AVX2 and the baseline. The
 /// body is inlined into each variant, so each compiles it for its target.
 macro_rules! simd_entry {
     ($(#[$meta:meta])* $vis:vis fn $name:ident<$w:ident>($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
@@ -184,7 +185,7 @@ macro_rules! simd_entry {
             #[allow(clippy::too_many_arguments)]
             fn body<$w: $crate::native::lanes::Lanes>($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if $crate::native::simd::avx512() {
                 #[target_feature(enable = "avx512f")]
                 #[allow(clippy::too_many_arguments)]
                 unsafe fn avx512($($arg: $ty),*) {
@@ -193,7 +194,14 @@ macro_rules! simd_entry {
                 // SAFETY: the CPU has AVX-512F, all `Zmm` needs.
                 return unsafe { avx512($($arg),*) };
             }
-            #[multiversion::multiversion(targets = "simd")]
+            // x86-64-v3 (AVX2) and v2 only: a CPU with AVX-512 takes the
+            // branch above unless `simd::limit` forbids it, and then this
+            // must run what a CPU without AVX-512 would.
+            #[multiversion::multiversion(targets(
+                "x86_64+avx+avx2+bmi1+bmi2+cmpxchg16b+f16c+fma+lzcnt+movbe+popcnt+sse3+sse4.1+sse4.2+ssse3+xsave",
+                "x86_64+cmpxchg16b+popcnt+sse3+sse4.1+sse4.2+ssse3",
+                "aarch64+neon",
+            ))]
             #[allow(clippy::too_many_arguments)]
             fn portable($($arg: $ty),*) {
                 body::<[f32; $crate::native::lanes::LANES]>($($arg),*)

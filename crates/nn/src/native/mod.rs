@@ -18,14 +18,15 @@
 //! so every checkpoint runs here unchanged; training runs on the same
 //! F(2x2, 3x3) kernels ([`train`]).
 //! Outputs match [`Net::forward`] to float rounding (tests below). Our
-//! buffers are kept between calls and only grow. On AVX-512 CPUs the
-//! tower's products run on [`product`], which allocates nothing; `gemm`,
+//! buffers are kept between calls and only grow. On AVX-512 and AVX2 CPUs
+//! the tower's products run on [`product`], which allocates nothing; `gemm`,
 //! which takes the rest (and every product elsewhere), still allocates its
 //! small packing buffers inside each one.
 
 mod lanes;
 #[cfg(target_arch = "x86_64")]
 mod product;
+pub mod simd;
 pub mod train;
 mod winograd;
 

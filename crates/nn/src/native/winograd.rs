@@ -787,7 +787,7 @@ pub(crate) fn matmul(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if product::takes(n, k, lhs.col_stride, rhs.col_stride) {
+    if let Some(kernel) = product::Kernel::best().filter(|kernel| kernel.takes(n, k, lhs.col_stride, rhs.col_stride)) {
         let operands = product::Operands {
             m,
             n,
@@ -799,9 +799,9 @@ pub(crate) fn matmul(
             rhs: rhs.data.as_ptr(),
             rhs_row: rhs.row_stride,
         };
-        // SAFETY: `takes` checked the shapes and the CPU; the bounds were
-        // checked above; `dst` is a unique borrow.
-        unsafe { product::product(operands, accumulate) };
+        // SAFETY: `best` checked the CPU and `takes` the shapes; the bounds
+        // were checked above; `dst` is a unique borrow.
+        unsafe { kernel.product(operands, accumulate) };
         return;
     }
     // SAFETY: every index the product touches was checked above: rows and
