@@ -176,19 +176,20 @@ pub(crate) use by_lanes;
 /// AVX-512F and [`simd::limit`](super::simd::limit) allows it (checked at
 /// each call: cached flags), else `[f32; LANES]` compiled by
 /// `multiversion` for the best of AVX2 and the baseline. The
-/// body is inlined into each variant, so each compiles it for its target.
+/// body is inlined into each variant, so each compiles it for its target;
+/// a body that ignores `$w` is plain loops left to the vectorizer.
 macro_rules! simd_entry {
-    ($(#[$meta:meta])* $vis:vis fn $name:ident<$w:ident>($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident<$w:ident>($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
-        $vis fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
-            fn body<$w: $crate::native::lanes::Lanes>($($arg: $ty),*) $body
+            fn body<$w: $crate::native::lanes::Lanes>($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             if $crate::native::simd::avx512() {
                 #[target_feature(enable = "avx512f")]
                 #[allow(clippy::too_many_arguments)]
-                unsafe fn avx512($($arg: $ty),*) {
+                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
                     body::<$crate::native::lanes::Zmm>($($arg),*)
                 }
                 // SAFETY: the CPU has AVX-512F, all `Zmm` needs.
@@ -203,7 +204,7 @@ macro_rules! simd_entry {
                 "aarch64+neon",
             ))]
             #[allow(clippy::too_many_arguments)]
-            fn portable($($arg: $ty),*) {
+            fn portable($($arg: $ty),*) $(-> $ret)? {
                 body::<[f32; $crate::native::lanes::LANES]>($($arg),*)
             }
             portable($($arg),*)

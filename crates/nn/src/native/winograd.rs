@@ -605,60 +605,64 @@ simd_entry! {
     }
 }
 
-/// Zeroes `d` wherever `x` is not positive: the gradient through a ReLU
-/// whose output was `x`.
-#[multiversion::multiversion(targets = "simd")]
-pub(crate) fn relu_backward(d: &mut [f32], x: &[f32]) {
-    for (d, &x) in d.iter_mut().zip(x) {
-        if x <= 0.0 {
-            *d = 0.0;
+simd_entry! {
+    /// Zeroes `d` wherever `x` is not positive: the gradient through a ReLU
+    /// whose output was `x`.
+    pub(crate) fn relu_backward<W>(d: &mut [f32], x: &[f32]) {
+        for (d, &x) in d.iter_mut().zip(x) {
+            if x <= 0.0 {
+                *d = 0.0;
+            }
         }
     }
 }
 
-/// `d += t`.
-#[multiversion::multiversion(targets = "simd")]
-pub(crate) fn add_assign(d: &mut [f32], t: &[f32]) {
-    for (d, &t) in d.iter_mut().zip(t) {
-        *d += t;
+simd_entry! {
+    /// `d += t`.
+    pub(crate) fn add_assign<W>(d: &mut [f32], t: &[f32]) {
+        for (d, &t) in d.iter_mut().zip(t) {
+            *d += t;
+        }
     }
 }
 
-/// A residual block's output `relu(x + gate * y)`.
-#[multiversion::multiversion(targets = "simd")]
-pub(crate) fn residual(out: &mut [f32], x: &[f32], y: &[f32], gate: f32) {
-    for ((out, &x), &y) in out.iter_mut().zip(x).zip(y) {
-        *out = (x + gate * y).max(0.0);
+simd_entry! {
+    /// A residual block's output `relu(x + gate * y)`.
+    pub(crate) fn residual<W>(out: &mut [f32], x: &[f32], y: &[f32], gate: f32) {
+        for ((out, &x), &y) in out.iter_mut().zip(x).zip(y) {
+            *out = (x + gate * y).max(0.0);
+        }
     }
 }
 
-/// Backward through `out = relu(x + gate * y)`: `d` (the gradient at
-/// `out`) becomes the gradient at `x`, `dy` receives the gradient at `y`;
-/// returns the gate's gradient.
-#[multiversion::multiversion(targets = "simd")]
-pub(crate) fn residual_backward(d: &mut [f32], out: &[f32], y: &[f32], dy: &mut [f32], gate: f32) -> f32 {
-    let n = d.len().min(out.len()).min(y.len()).min(dy.len());
-    let (d, out, y, dy) = (&mut d[..n], &out[..n], &y[..n], &mut dy[..n]);
-    // LANES partial sums, so the sum vectorizes (its order is fixed).
-    let mut sums = [0.0f32; LANES];
-    let full = n / LANES * LANES;
-    for at in (0..full).step_by(LANES) {
-        for l in 0..LANES {
-            let i = at + l;
+simd_entry! {
+    /// Backward through `out = relu(x + gate * y)`: `d` (the gradient at
+    /// `out`) becomes the gradient at `x`, `dy` receives the gradient at `y`;
+    /// returns the gate's gradient.
+    pub(crate) fn residual_backward<W>(d: &mut [f32], out: &[f32], y: &[f32], dy: &mut [f32], gate: f32) -> f32 {
+        let n = d.len().min(out.len()).min(y.len()).min(dy.len());
+        let (d, out, y, dy) = (&mut d[..n], &out[..n], &y[..n], &mut dy[..n]);
+        // LANES partial sums, so the sum vectorizes (its order is fixed).
+        let mut sums = [0.0f32; LANES];
+        let full = n / LANES * LANES;
+        for at in (0..full).step_by(LANES) {
+            for l in 0..LANES {
+                let i = at + l;
+                let g = if out[i] > 0.0 { d[i] } else { 0.0 };
+                d[i] = g;
+                sums[l] += g * y[i];
+                dy[i] = gate * g;
+            }
+        }
+        let mut gate_grad = 0.0;
+        for i in full..n {
             let g = if out[i] > 0.0 { d[i] } else { 0.0 };
             d[i] = g;
-            sums[l] += g * y[i];
+            gate_grad += g * y[i];
             dy[i] = gate * g;
         }
+        sums.iter().sum::<f32>() + gate_grad
     }
-    let mut gate_grad = 0.0;
-    for i in full..n {
-        let g = if out[i] > 0.0 { d[i] } else { 0.0 };
-        d[i] = g;
-        gate_grad += g * y[i];
-        dy[i] = gate * g;
-    }
-    sums.iter().sum::<f32>() + gate_grad
 }
 
 /// A whole 3x3 convolution forward in `geometry`'s tiling: input
