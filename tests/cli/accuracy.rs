@@ -40,3 +40,25 @@ fn scores_players_against_the_solver_and_lists_their_misses() {
         assert_eq!(miss["stones"].as_u64(), Some(position.stones() as u64));
     }
 }
+
+/// A `net:` player solves endgames by default: on 5x4 every position is
+/// within the solver's 30 stones, so even an untrained network keeps every
+/// win, where its search alone (`solve=0`) does not.
+#[test]
+fn a_network_player_solves_endgames_unless_told_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("accuracy.json");
+    let out = konane_command()
+        .args(["accuracy", "--players", "net:init,sims=16;net:init,sims=16,solve=0", "--size", "5x4"])
+        .args(["--positions", "40", "--json"])
+        .arg(&json)
+        .output()
+        .expect("start konane accuracy");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let won = report["won"].as_u64().unwrap();
+    let [default, plain] = [0, 1].map(|i| report["results"][i]["correct"].as_u64().unwrap());
+    assert!(won > 0, "{report}");
+    assert_eq!(default, won, "the default spec's leaf solver keeps every win: {report}");
+    assert!(plain < won, "the untrained network's search alone misses some: {report}");
+}

@@ -10,7 +10,7 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use konane_mcts::{Evaluator, MctsPlayer, SearchPatch};
+use konane_mcts::{Evaluator, MctsPlayer, SearchConfig, SearchPatch};
 use konane_nn::player::{NetFactory, load_model};
 use konane_nn::{Backend, shipped};
 use konane_players::game::Game;
@@ -38,7 +38,7 @@ pub struct Args {
     sims: u64,
     /// Solve search positions of at most this many stones exactly (0: off):
     /// the network then plays solved endgames perfectly.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=400))]
+    #[arg(long, default_value_t = SearchConfig::PLAYER_SOLVE_MAX_STONES, value_parser = clap::value_parser!(u32).range(0..=400))]
     solve: u32,
     /// Average every network evaluation over this many board symmetries
     /// (1-8; more is steadier play at that many times the cost).
@@ -347,7 +347,7 @@ impl<E: Evaluator> Session<E> {
 
 #[cfg(test)]
 mod tests {
-    use konane_mcts::{SearchConfig, UniformEvaluator};
+    use konane_mcts::UniformEvaluator;
     use konane_rules::GameRecord;
 
     use super::*;

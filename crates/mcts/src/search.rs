@@ -189,11 +189,11 @@ impl SearchConfig {
     }
 }
 
-/// A player's search. One leaf per evaluator call: the native kernels run
-/// as fast a position at batch 1 as at 128, so larger batches only buy
-/// virtual-loss detours (on 8x8 at 800 simulations, batch 1 scored 88.5%
-/// against `alphabeta:ms=1000` where batch 16 scored 84.5%, same 200 games).
-/// No root noise.
+/// The plain search, under both presets below. One leaf per evaluator
+/// call: the native kernels run as fast a position at batch 1 as at 128,
+/// so larger batches only buy virtual-loss detours (on 8x8 at 800
+/// simulations, batch 1 scored 88.5% against `alphabeta:ms=1000` where
+/// batch 16 scored 84.5%, same 200 games). No root noise, no leaf solver.
 impl Default for SearchConfig {
     fn default() -> SearchConfig {
         SearchConfig {
@@ -214,6 +214,21 @@ impl Default for SearchConfig {
 }
 
 impl SearchConfig {
+    /// Stones at or below which a player's search solves its leaves: on
+    /// 8x8 most games a network lost to `alphabeta:ms=1000` were thrown
+    /// away in endgames of 24-30 stones, which the solver plays exactly.
+    pub const PLAYER_SOLVE_MAX_STONES: u32 = 30;
+
+    /// The search of a network player (a `net:` spec, `konane play`, the
+    /// engine protocol, the web board): the plain search with the leaf
+    /// solver on endgames of at most [`Self::PLAYER_SOLVE_MAX_STONES`]
+    /// stones, so a won endgame is never thrown away. Its cost is bounded by
+    /// `solve_nodes` a leaf; on 8x8 and 9x13 at 800 simulations a move took
+    /// about as long as without it (`docs/experiments/2026-12-06-endgame-solver-by-default.md`).
+    pub fn player() -> SearchConfig {
+        SearchConfig { solve_max_stones: Self::PLAYER_SOLVE_MAX_STONES, ..Self::default() }
+    }
+
     /// The search of a self-play move: root noise on (alpha 0.5 suits the
     /// 10-30 legal moves of 6x6 and 8x8 midgames), eight leaves a game per
     /// network call (many games share each call, so the batch is large

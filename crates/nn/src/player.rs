@@ -121,7 +121,7 @@ impl NetFactory {
     }
 
     /// A factory for a network player as a `net:` spec describes one: the
-    /// player's search ([`SearchConfig::default`]) with `patch` on it, each
+    /// player's search ([`SearchConfig::player`]) with `patch` on it, each
     /// evaluation averaged over `symmetries` board symmetries.
     ///
     /// # Errors
@@ -134,7 +134,7 @@ impl NetFactory {
         symmetries: usize,
         label: String,
     ) -> Result<NetFactory, FactoryError> {
-        let search = patch.apply(SearchConfig::default());
+        let search = patch.apply(SearchConfig::player());
         search.validate().map_err(|error| FactoryError::Setting { spec: label.clone(), error })?;
         let factory = NetFactory::new(net, backend, limits, search, label);
         Ok(NetFactory { batch_set: patch.batch_size.is_some(), symmetries: symmetries.max(1), ..factory })
