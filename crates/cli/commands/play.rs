@@ -68,16 +68,19 @@ fn parse_color(text: &str) -> Result<Color, String> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let backend = args.backend;
     let device = backend.device();
+    const SHIPPED_SIZE: Size = Size::new_const(6, 6);
     let (net, header, label) = match args.model.as_deref() {
         None => {
-            let model = shipped::load_for(args.size.unwrap_or(Size::new_const(6, 6)), &device)?;
+            let model = shipped::load_for(args.size.unwrap_or(SHIPPED_SIZE), &device)?;
             let label = model.label();
             (model.net, Some(model.header), label)
         }
         Some(path) => load_model(path, &device, args.seed)?,
     };
-    let trained_size = header.as_ref().and_then(|h| h.sizes.first().copied());
-    let size = args.size.or(trained_size).unwrap_or(Size::new_const(6, 6));
+    // A named network plays the first board it was trained on; the shipped
+    // ones play 6x6, the quickest game.
+    let trained_size = header.as_ref().and_then(|h| h.sizes.first().copied()).filter(|_| args.model.is_some());
+    let size = args.size.or(trained_size).unwrap_or(SHIPPED_SIZE);
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
     let patch = SearchPatch { solve_max_stones: Some(args.solve), ..SearchPatch::default() };
     let factory = NetFactory::tuned(net, backend, limits, patch, args.sym as usize, label.clone())?
