@@ -66,21 +66,25 @@ fn parse_color(text: &str) -> Result<Color, String> {
 
 /// Loads the network and runs the session on stdin/stdout.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // Without a board named, the shipped networks open on 6x6, the quickest
+    // game, and a named network on the first board it was trained on.
+    const QUICKEST: Size = Size::new_const(6, 6);
     let backend = args.backend;
     let device = backend.device();
-    const SHIPPED_SIZE: Size = Size::new_const(6, 6);
-    let (net, header, label) = match args.model.as_deref() {
+    let (net, header, label, size) = match args.model.as_deref() {
         None => {
-            let model = shipped::load_for(args.size.unwrap_or(SHIPPED_SIZE), &device)?;
+            let size = args.size.unwrap_or(QUICKEST);
+            let model = shipped::load_for(size, &device)?;
             let label = model.label();
-            (model.net, Some(model.header), label)
+            (model.net, Some(model.header), label, size)
         }
-        Some(path) => load_model(path, &device, args.seed)?,
+        Some(path) => {
+            let (net, header, label) = load_model(path, &device, args.seed)?;
+            let trained_size = header.as_ref().and_then(|h| h.sizes.first().copied());
+            let size = args.size.or(trained_size).unwrap_or(QUICKEST);
+            (net, header, label, size)
+        }
     };
-    // A named network plays the first board it was trained on; the shipped
-    // ones play 6x6, the quickest game.
-    let trained_size = header.as_ref().and_then(|h| h.sizes.first().copied()).filter(|_| args.model.is_some());
-    let size = args.size.or(trained_size).unwrap_or(SHIPPED_SIZE);
     let limits = Limits { nodes: Some(args.sims), ..Limits::default() };
     let patch = SearchPatch { solve_max_stones: Some(args.solve), ..SearchPatch::default() };
     let factory = NetFactory::tuned(net, backend, limits, patch, args.sym as usize, label.clone())?
