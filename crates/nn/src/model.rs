@@ -299,6 +299,22 @@ impl Net {
         self
     }
 
+    /// This network with at least `blocks` residual blocks: the blocks it
+    /// lacks are appended after its own, with fresh weights (drawn by
+    /// [`crate::init_net`] from `seed`) and their gate at zero. Each new block
+    /// is then the identity (`relu(x + 0 * branch)` of an `x` that is already
+    /// a ReLU's output), so the deeper network computes exactly what this one
+    /// did, and a run can grow a trained network instead of starting over
+    /// (Net2Net's idea, which the ReZero gate makes exact).
+    pub fn deepened_to(mut self, blocks: usize, device: &Device, seed: u64) -> Net {
+        let have = self.blocks.len();
+        if blocks > have {
+            let shape = self.config().with_blocks(blocks - have).with_soft_policy(false).with_reply_policy(false);
+            self.blocks.extend(crate::init_net(&shape, device, seed).blocks);
+        }
+        self
+    }
+
     /// Draws every lazily initialised parameter now (see [`crate::init_net`]).
     pub(crate) fn materialize(&self) {
         struct Touch;

@@ -302,3 +302,34 @@ fn net_specs_tune_the_search_and_a_fixed_batch_stays_fixed() {
     let config = player.search().config();
     assert_eq!(config.batch_size, LEAVES_PER_EVALUATOR_THREAD * 2, "two evaluator threads share a batch");
 }
+
+#[test]
+fn a_deepened_network_computes_what_it_did_and_its_new_blocks_train() {
+    let device = Backend::Flex.device();
+    let shallow = init_net(&NetConfig::tiny(), &device, 3);
+    let deep = shallow.clone().deepened_to(3, &device, 9);
+    assert_eq!(deep.config(), NetConfig::tiny().with_blocks(3));
+    assert_eq!(deep.clone().deepened_to(2, &device, 9).config().blocks, 3, "never shallower");
+    // The new blocks are identities: the same outputs, bit for bit.
+    let batch = positions("6x6".parse().unwrap(), 6);
+    let before = NetEvaluator::new(shallow.clone(), device.clone()).forward(&batch);
+    assert_eq!(NetEvaluator::new(deep.clone(), device.clone()).forward(&batch), before);
+    // They train: one step apart, the two networks differ, which they would
+    // not if the new blocks stayed identities (through them the old weights
+    // see the same gradients as without them).
+    let samples: Vec<Sample> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, &position)| {
+            let moves = position.moves();
+            Sample { position, policy: vec![(moves[i % moves.len()], 1.0)], value: 0.5, reply: Vec::new() }
+        })
+        .collect();
+    let mut trained = [shallow, deep].map(|net| Learner::new(net, Backend::Flex, LearnerConfig::default()));
+    for learner in &mut trained {
+        learner.step(&samples, 3e-3);
+    }
+    let outputs =
+        trained.each_ref().map(|l| NetEvaluator::new(l.inference_net(&device), device.clone()).forward(&batch));
+    assert_ne!(outputs[0], outputs[1], "the new blocks joined in");
+}

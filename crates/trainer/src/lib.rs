@@ -90,7 +90,8 @@ pub enum TrainError {
     },
     /// `--init-from` a network of another shape than the config's.
     #[error(
-        "{}: the network is {found} but the config's [network] asks for {wanted}; set [network] to the file's shape",
+        "{}: the network is {found} but the config's [network] asks for {wanted}; set [network] to the file's shape \
+         (more blocks are allowed: the new ones start as identities)",
         file.display()
     )]
     InitShape {

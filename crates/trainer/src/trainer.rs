@@ -393,18 +393,22 @@ fn learner_for(config: &TrainConfig, net: &Net) -> Learner {
 }
 
 /// The network a run started with `init_from` begins with: it must have
-/// the config's shape, or its weights could not train under that config
-/// (the training-only outputs aside, which are added fresh or dropped).
+/// the config's shape, or its weights could not train under that config.
+/// Two differences are allowed: the training-only outputs, which are added
+/// fresh or dropped, and fewer residual blocks than the config's, which
+/// are added as identities ([`Net::deepened_to`]).
 fn initial_net(path: &Path, config: &TrainConfig, device: &burn::tensor::Device) -> Result<Net, TrainError> {
     let file = checkpoint::resolve(path)?;
     let (net, header) = checkpoint::load(&file, device)?;
     let wanted = config.network.clone();
-    // The soft and reply policy outputs are training's alone: a run may add
-    // or drop them.
-    if header.net.clone().with_training_outputs_of(&wanted) != wanted {
+    let found = header.net.clone().with_training_outputs_of(&wanted);
+    if found.blocks > wanted.blocks || found.clone().with_blocks(wanted.blocks) != wanted {
         return Err(TrainError::InitShape { file, found: header.net.name(), wanted: wanted.name() });
     }
-    Ok(net.with_training_outputs_of(&wanted, device, config.seed))
+    if found.blocks < wanted.blocks {
+        tracing::info!(from = found.blocks, to = wanted.blocks, "new residual blocks start as identities");
+    }
+    Ok(net.with_training_outputs_of(&wanted, device, config.seed).deepened_to(wanted.blocks, device, config.seed))
 }
 
 /// Config keys a resumed run cannot take a new value for, with the reason:

@@ -534,9 +534,26 @@ fn a_run_can_start_from_another_runs_network() {
     let err = err.to_string();
     assert!(err.contains("b1c8") && err.contains("b1c16"), "{err}");
     assert!(!third.exists());
+    // More blocks are allowed: they start as identities, so the new run's
+    // first network plays exactly as the source; fewer are refused.
+    config.network.channels = 8;
+    config.network.blocks = 2;
+    let deeper = root.path().join("deeper");
+    train(TrainOptions { init_from: Some(first.clone()), ..options(Some(config.clone()), &deeper) }).unwrap();
+    let start = deeper.join("checkpoints/iter-000000/net.knet");
+    assert!(same(&latest_net(&start), &source), "the new blocks change nothing");
+    assert_eq!(konane_nn::checkpoint::read_header(&start).unwrap().net.blocks, 2);
+    assert!(!same(&latest_net(&deeper), &source));
+    config.network.blocks = 0;
+    let shallower = root.path().join("shallower");
+    let err = train(TrainOptions { init_from: Some(first.clone()), ..options(Some(config.clone()), &shallower) })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("b1c8") && err.contains("b0c8"), "{err}");
+    assert!(!shallower.exists());
+    config.network.blocks = 1;
     // The soft and reply policy outputs are not part of that: a run that
     // trains them starts from the same network with fresh outputs beside it.
-    config.network.channels = 8;
     config.network.soft_policy = true;
     config.network.reply_policy = true;
     let soft = root.path().join("soft");
