@@ -260,6 +260,11 @@ pub struct ReplayConfig {
     /// Solver nodes allowed per opening position; positions that need more
     /// are left out.
     pub solved_openings_nodes: u64,
+    /// The boards whose openings are solved, each one of the run's `sizes`;
+    /// empty: every size. A mixed-size run names its small boards here
+    /// (`["6x6"]`): the others' opening trees do not solve, and their
+    /// batches come from the window alone.
+    pub solved_openings_sizes: Vec<Size>,
 }
 
 impl Default for ReplayConfig {
@@ -271,6 +276,7 @@ impl Default for ReplayConfig {
             solved_openings_plies: 0,
             solved_openings_share: 0.25,
             solved_openings_nodes: 10_000_000,
+            solved_openings_sizes: Vec::new(),
         }
     }
 }
@@ -568,6 +574,15 @@ impl TrainConfig {
         TrainConfig::parse(&text, &origin)
     }
 
+    /// The boards whose openings the run solves
+    /// (`replay.solved_openings_sizes`, or every size when that is empty).
+    pub fn solved_openings_sizes(&self) -> &[Size] {
+        match self.replay.solved_openings_sizes.as_slice() {
+            [] => &self.sizes,
+            named => named,
+        }
+    }
+
     /// The embedded quick config (`configs/6x6-quick.toml`).
     pub fn quick() -> TrainConfig {
         TrainConfig::parse(QUICK_CONFIG, "<embedded configs/6x6-quick.toml>").expect("the embedded config is valid")
@@ -672,6 +687,9 @@ impl TrainConfig {
             );
         }
         check("replay.solved_openings_nodes", r.solved_openings_nodes, 1..=MAX_SOLVER_NODES)?;
+        if let Some(size) = r.solved_openings_sizes.iter().find(|size| !self.sizes.contains(size)) {
+            return fail("replay.solved_openings_sizes", format!("'{size}' is not one of the run's sizes"));
+        }
         let t = &self.training;
         check("training.batch_size", t.batch_size, 1..=8192)?;
         check("training.steps", t.steps, 0..=1_000_000)?;

@@ -383,7 +383,7 @@ impl ReplayBuffer {
 
     /// As [`ReplayBuffer::sample_batch`], with `n` of the `batch_size`
     /// samples drawn from `book` (those of the batch's size with
-    /// [`SizeMix::OneSize`]; none if it has none), and with `mix` deciding
+    /// [`SizeMix::OneSize`]; if it has none, the window gives them), and with `mix` deciding
     /// whether a batch is one size or every size in proportion to its
     /// share of the window. Without a book the draws are those of
     /// `sample_batch` (or of a plain uniform draw when mixed).
@@ -399,12 +399,16 @@ impl ReplayBuffer {
         rng: &mut R,
     ) -> Vec<Sample> {
         assert!(!self.samples.is_empty(), "sampling from an empty replay window");
-        let from_book = book.map_or(0, |(_, n)| n.min(batch_size));
         let first = &self.samples[rng.random_range(0..self.samples.len())];
         let size = match mix {
             SizeMix::OneSize => Some(first.size()),
             SizeMix::Mixed => None,
         };
+        // A book without the batch's size (openings are solved only on the
+        // boards that solve) leaves the whole batch to the window.
+        let from_book = book
+            .filter(|(book, _)| size.is_none_or(|size| book.iter().any(|s| s.size() == size)))
+            .map_or(0, |(_, n)| n.min(batch_size));
         let mut batch = Vec::with_capacity(batch_size);
         self.draw_into(&mut batch, batch_size - from_book, size, Some(first), augment, rng);
         if let Some((book, _)) = book.filter(|(book, _)| !book.is_empty()) {
@@ -728,9 +732,9 @@ mod tests {
                 assert_eq!((batch.len(), from_book), (32, 8));
                 assert!(batch[24..].iter().all(|s| s.value == 0.5), "book samples come last");
             } else {
-                // No 5x5 openings in the book: the batch is a window batch, short of the book's share.
+                // No 5x5 openings in the book: the window gives the whole batch.
                 with_5x5 += 1;
-                assert_eq!((batch.len(), from_book), (24, 0));
+                assert_eq!((batch.len(), from_book), (32, 0));
             }
         }
         assert!(with_6x6 > 0 && with_5x5 > 0);

@@ -561,7 +561,7 @@ impl Loop {
         let progress = PhaseProgress::start(&*self.observer, Phase::Openings, 0, 0);
         let book = crate::openings::load_or_solve(
             &self.run_dir,
-            &self.config.sizes,
+            self.config.solved_openings_sizes(),
             replay.solved_openings_plies,
             replay.solved_openings_nodes,
             &self.stop,

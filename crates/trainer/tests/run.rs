@@ -504,6 +504,27 @@ fn solved_openings_join_the_batches_and_resume_exactly() {
     assert!(same(&latest_net(&straight), &latest_net(&interrupted)), "final networks differ");
 }
 
+/// A mixed-size run solves the openings of the boards it names and no
+/// others; a board it does not play is refused.
+#[test]
+fn a_mixed_size_run_solves_the_openings_of_the_boards_it_names() {
+    let mut config = tiny(1);
+    config.sizes = ["5x5", "4x6"].map(|s| s.parse().unwrap()).to_vec();
+    config.replay.solved_openings_plies = 5;
+    config.replay.solved_openings_sizes = vec!["4x6".parse().unwrap()];
+    let root = temp();
+    let dir = root.path().join("run");
+    train(options(Some(config.clone()), &dir)).unwrap();
+    let cache = |size: &str| konane_trainer::openings::cache_path(&dir, size.parse().unwrap(), 5, 10_000_000);
+    assert!(cache("4x6").exists());
+    assert!(!cache("5x5").exists());
+    config.replay.solved_openings_sizes = vec!["6x6".parse().unwrap()];
+    let other = root.path().join("other");
+    let err = train(options(Some(config), &other)).unwrap_err().to_string();
+    assert!(err.contains("replay.solved_openings_sizes") && err.contains("6x6"), "{err}");
+    assert!(!other.exists());
+}
+
 #[test]
 fn a_run_can_start_from_another_runs_network() {
     let root = temp();
