@@ -687,8 +687,14 @@ impl TrainConfig {
             );
         }
         check("replay.solved_openings_nodes", r.solved_openings_nodes, 1..=MAX_SOLVER_NODES)?;
-        if let Some(size) = r.solved_openings_sizes.iter().find(|size| !self.sizes.contains(size)) {
-            return fail("replay.solved_openings_sizes", format!("'{size}' is not one of the run's sizes"));
+        for (i, size) in r.solved_openings_sizes.iter().enumerate() {
+            if !self.sizes.contains(size) {
+                return fail("replay.solved_openings_sizes", format!("'{size}' is not one of the run's sizes"));
+            }
+            // Named twice, its openings would join the book twice.
+            if r.solved_openings_sizes[..i].contains(size) {
+                return fail("replay.solved_openings_sizes", format!("'{size}' is named twice"));
+            }
         }
         let t = &self.training;
         check("training.batch_size", t.batch_size, 1..=8192)?;

@@ -383,9 +383,9 @@ impl ReplayBuffer {
 
     /// As [`ReplayBuffer::sample_batch`], with `n` of the `batch_size`
     /// samples drawn from `book` (those of the batch's size with
-    /// [`SizeMix::OneSize`]; if it has none, the window gives them), and with `mix` deciding
-    /// whether a batch is one size or every size in proportion to its
-    /// share of the window. Without a book the draws are those of
+    /// [`SizeMix::OneSize`]; if it has none, the window gives them), and
+    /// with `mix` deciding whether a batch is one size or every size in
+    /// proportion to its share of the window. Without a book the draws are those of
     /// `sample_batch` (or of a plain uniform draw when mixed).
     ///
     /// # Panics

@@ -520,9 +520,12 @@ fn a_mixed_size_run_solves_the_openings_of_the_boards_it_names() {
     assert!(!cache("5x5").exists());
     config.replay.solved_openings_sizes = vec!["6x6".parse().unwrap()];
     let other = root.path().join("other");
-    let err = train(options(Some(config), &other)).unwrap_err().to_string();
+    let err = train(options(Some(config.clone()), &other)).unwrap_err().to_string();
     assert!(err.contains("replay.solved_openings_sizes") && err.contains("6x6"), "{err}");
     assert!(!other.exists());
+    config.replay.solved_openings_sizes = vec!["4x6".parse().unwrap(); 2];
+    let err = train(options(Some(config), &other)).unwrap_err().to_string();
+    assert!(err.contains("replay.solved_openings_sizes") && err.contains("named twice"), "{err}");
 }
 
 #[test]
