@@ -333,3 +333,30 @@ fn a_deepened_network_computes_what_it_did_and_its_new_blocks_train() {
         trained.each_ref().map(|l| NetEvaluator::new(l.inference_net(&device), device.clone()).forward(&batch));
     assert_ne!(outputs[0], outputs[1], "the new blocks joined in");
 }
+
+/// A sample without a policy target (a lost solved opening, where every
+/// move loses) trains the value alone, on burn and on the native kernels:
+/// no policy loss, and the value still fits.
+#[test]
+fn a_sample_without_a_policy_target_trains_the_value_alone() {
+    for backend in [Backend::Flex, Backend::Native] {
+        let net = init_net(&NetConfig::tiny(), &Backend::Flex.device(), 3);
+        let mut learner = Learner::new(net, backend, LearnerConfig::default());
+        let batch: Vec<Sample> = positions("5x5".parse().unwrap(), 8)
+            .into_iter()
+            .enumerate()
+            .map(|(i, position)| {
+                let value = if i % 2 == 0 { 0.8 } else { -0.8 };
+                Sample { position, policy: Vec::new(), value, reply: Vec::new() }
+            })
+            .collect();
+        let first = learner.step(&batch, 3e-3);
+        let mut last = first;
+        for _ in 0..200 {
+            last = learner.step(&batch, 3e-3);
+            assert_eq!(last.policy, 0.0, "{backend:?}: no policy target, no policy loss");
+        }
+        assert_eq!(first.policy, 0.0, "{backend:?}");
+        assert!(last.value.is_finite() && last.value < first.value * 0.5, "{backend:?}: value loss {} -> {}", first.value, last.value);
+    }
+}

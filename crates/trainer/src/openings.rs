@@ -9,11 +9,15 @@
 //! table shared across the whole opening tree, deepest positions first so
 //! the shallow solves find their subtrees already known, solves all of 6x6
 //! in seconds. Each position becomes a sample with an exact value and, when
-//! won, a policy spread over its winning moves (when lost, over every move:
-//! all lose against perfect play).
+//! won, a policy spread over its winning moves. A lost position has no
+//! policy target: every move loses against perfect play, and a target
+//! spread over all of them taught the network flat priors in openings a
+//! few stones away from won ones, where a single move wins
+//! (`docs/experiments/2026-12-07-value-only-lost-openings.md`).
 //!
 //! The set is computed once per run and cached in the run directory in the
-//! replay file format (`solved-openings-<size>-<plies>p-<nodes>n.replay`).
+//! replay file format (`solved-openings-<size>-<plies>p-<nodes>n-v2.replay`;
+//! the `v2` files hold lost positions without policy targets).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -99,7 +103,7 @@ pub fn solve_openings(
         if let Ok(solution) = solver.solve_within(position, node_limit) {
             stats.nodes += solution.nodes;
             stats.solved += 1;
-            let moves = if solution.win { solution.winning_moves } else { position.moves().to_vec() };
+            let moves = if solution.win { solution.winning_moves } else { Vec::new() };
             stats.won += solution.win as usize;
             samples.push(PackedSample::new(
                 position,
@@ -114,7 +118,7 @@ pub fn solve_openings(
 
 /// Where a run caches the solved openings of `size`.
 pub fn cache_path(run_dir: &Path, size: Size, plies: u32, node_limit: u64) -> PathBuf {
-    run_dir.join(format!("solved-openings-{size}-{plies}p-{node_limit}n.replay"))
+    run_dir.join(format!("solved-openings-{size}-{plies}p-{node_limit}n-v2.replay"))
 }
 
 /// The solved openings of every size in `sizes`, read from the run's cache
@@ -234,12 +238,9 @@ mod tests {
                 assert!((p - 1.0 / target.len() as f32).abs() < 1e-6, "uniform over the target moves");
                 let mut child = *position;
                 child.play_unchecked(*mv);
-                // A won position's targets all win; a lost one's are every move.
-                assert!(!win || !minimax_wins(&child));
+                assert!(!minimax_wins(&child), "a target move wins");
             }
-            if !win {
-                assert_eq!(target.len(), moves.len());
-            }
+            assert_eq!(target.is_empty(), !win, "a won position has a policy target, a lost one none");
         }
         // A budget too small to solve anything leaves every position out.
         let (none, stats) = solve_openings(&positions, 1, &stop, |_| {}).unwrap();
