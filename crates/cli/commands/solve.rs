@@ -84,8 +84,8 @@ pub struct Args {
     #[arg(long, value_parser = super::parse_threads)]
     threads: Option<usize>,
     /// The network whose policy orders the moves near the root (a network
-    /// file or a model directory such as `checkpoints/konane`); default: the
-    /// shipped network for the board.
+    /// file or a model directory such as `checkpoints/6x6`); default: the
+    /// shipped all-size network, on every board.
     #[arg(long, value_name = "MODEL", conflicts_with = "verify")]
     policy: Option<String>,
     /// Order every move by fewest replies, without a network.
@@ -706,8 +706,8 @@ fn solution_text(position: &Position, solution: &Solution, start: Instant, table
     )
 }
 
-/// Gives `solver` the move order of `--policy` (the shipped network by
-/// default) for `--policy-plies`: the count of its network calls, and the
+/// Gives `solver` the move order of `--policy` (the shipped all-size
+/// network by default) for `--policy-plies`: the count of its network calls, and the
 /// plies.
 fn order_by_policy(solver: &mut Solver, args: &Args, size: Size) -> anyhow::Result<(Arc<AtomicU64>, u32)> {
     let (order, calls, plies) = policy_order(args, size)?;
@@ -715,7 +715,7 @@ fn order_by_policy(solver: &mut Solver, args: &Args, size: Size) -> anyhow::Resu
     Ok((calls, plies))
 }
 
-/// The move order of `--policy` (the shipped network by default) for
+/// The move order of `--policy` (the shipped all-size network by default) for
 /// `--policy-plies`, the count of its network calls, and the plies.
 fn policy_order(args: &Args, size: Size) -> anyhow::Result<(Box<dyn MoveOrder>, Arc<AtomicU64>, u32)> {
     let device = Backend::Native.device();
@@ -725,7 +725,7 @@ fn policy_order(args: &Args, size: Size) -> anyhow::Result<(Box<dyn MoveOrder>, 
             (net, file)
         }
         None => {
-            let shipped = shipped::load_for(size, &device).context("the shipped network")?;
+            let shipped = shipped::load_widest(&device).context("the shipped network")?;
             let label = shipped.label();
             (shipped.net, label)
         }

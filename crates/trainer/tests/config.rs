@@ -40,6 +40,15 @@ fn shipped_configs_parse_and_the_quick_one_is_embedded() {
         assert_eq!(header.net, config.network.clone(), "{size}");
         assert_eq!(header.sizes, config.sizes, "{size}");
     }
+    // A shipped network keeps the config that made it, which must still
+    // parse and describe that network.
+    for size in ["6x6", "8x8"] {
+        let dir = root.join("../checkpoints").join(size);
+        let config = TrainConfig::load(&dir.join("config.toml")).unwrap_or_else(|e| panic!("{size}: {e}"));
+        assert!(config.validate().is_ok(), "{size}");
+        let header = konane_nn::checkpoint::read_header(&konane_nn::checkpoint::resolve(&dir).unwrap()).unwrap();
+        assert_eq!((header.net, header.sizes), (config.network.clone(), config.sizes), "{size}");
+    }
     let quick = TrainConfig::quick();
     assert_eq!(quick, TrainConfig::load(&root.join("6x6-quick.toml")).unwrap());
     assert_eq!(quick.sizes, ["6x6".parse().unwrap()]);
