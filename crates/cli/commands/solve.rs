@@ -707,16 +707,16 @@ fn solution_text(position: &Position, solution: &Solution, start: Instant, table
 }
 
 /// Gives `solver` the move order of `--policy` (the shipped all-size
-/// network by default) for `--policy-plies`: the count of its network calls, and the
-/// plies.
+/// network by default) for `--policy-plies`: the count of its network
+/// calls, and the plies.
 fn order_by_policy(solver: &mut Solver, args: &Args, size: Size) -> anyhow::Result<(Arc<AtomicU64>, u32)> {
     let (order, calls, plies) = policy_order(args, size)?;
     solver.set_move_order(plies as usize, order);
     Ok((calls, plies))
 }
 
-/// The move order of `--policy` (the shipped all-size network by default) for
-/// `--policy-plies`, the count of its network calls, and the plies.
+/// The move order of `--policy` (the shipped all-size network by default)
+/// for `--policy-plies`, the count of its network calls, and the plies.
 fn policy_order(args: &Args, size: Size) -> anyhow::Result<(Box<dyn MoveOrder>, Arc<AtomicU64>, u32)> {
     let device = Backend::Native.device();
     let (net, file) = match &args.policy {

@@ -95,11 +95,13 @@ pub fn load_all(device: &Device) -> Result<Vec<ShippedModel>, CheckpointError> {
 /// # Errors
 /// An embedded file does not load.
 pub fn load_for(size: Size, device: &Device) -> Result<ShippedModel, CheckpointError> {
-    let headers = MODELS
-        .iter()
-        .map(|&(name, bytes)| checkpoint::header_of_bytes(bytes, &label_of(name)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let headers = headers()?;
     load(choose_for_size(headers.iter().map(|h| h.sizes.as_slice()), size), device)
+}
+
+/// The headers of [`MODELS`], in order, read without building a network.
+fn headers() -> Result<Vec<NetHeader>, CheckpointError> {
+    MODELS.iter().map(|&(name, bytes)| checkpoint::header_of_bytes(bytes, &label_of(name))).collect()
 }
 
 /// The shipped network trained on the most sizes (the all-size one), built
@@ -112,10 +114,7 @@ pub fn load_for(size: Size, device: &Device) -> Result<ShippedModel, CheckpointE
 /// # Errors
 /// An embedded file does not load.
 pub fn load_widest(device: &Device) -> Result<ShippedModel, CheckpointError> {
-    let headers = MODELS
-        .iter()
-        .map(|&(name, bytes)| checkpoint::header_of_bytes(bytes, &label_of(name)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let headers = headers()?;
     let most = headers.iter().map(|h| h.sizes.len()).max().unwrap_or(0);
     load(headers.iter().position(|h| h.sizes.len() == most).unwrap_or(0), device)
 }

@@ -357,6 +357,11 @@ fn a_sample_without_a_policy_target_trains_the_value_alone() {
             assert_eq!(last.policy, 0.0, "{backend:?}: no policy target, no policy loss");
         }
         assert_eq!(first.policy, 0.0, "{backend:?}");
-        assert!(last.value.is_finite() && last.value < first.value * 0.5, "{backend:?}: value loss {} -> {}", first.value, last.value);
+        assert!(
+            last.value.is_finite() && last.value < first.value * 0.5,
+            "{backend:?}: value loss {} -> {}",
+            first.value,
+            last.value
+        );
     }
 }
