@@ -48,10 +48,14 @@ where
     I::IntoIter: Clone,
 {
     let trained_on = trained_on.into_iter();
-    trained_on.clone().position(|sizes| sizes.contains(&size)).unwrap_or_else(|| {
-        let most = trained_on.clone().map(<[Size]>::len).max().unwrap_or(0);
-        trained_on.clone().position(|sizes| sizes.len() == most).unwrap_or(0)
-    })
+    trained_on.clone().position(|sizes| sizes.contains(&size)).unwrap_or_else(|| widest(trained_on))
+}
+
+/// Of several networks, given the sizes each was trained on, the one
+/// trained on the most sizes (the first of those); 0 for an empty list.
+fn widest<'a>(trained_on: impl Iterator<Item = &'a [Size]> + Clone) -> usize {
+    let most = trained_on.clone().map(<[Size]>::len).max().unwrap_or(0);
+    trained_on.clone().position(|sizes| sizes.len() == most).unwrap_or(0)
 }
 
 /// A shipped network, loaded.
@@ -117,8 +121,7 @@ fn headers() -> Result<Vec<NetHeader>, CheckpointError> {
 /// An embedded file does not load.
 pub fn load_widest(device: &Device) -> Result<ShippedModel, CheckpointError> {
     let headers = headers()?;
-    let most = headers.iter().map(|h| h.sizes.len()).max().unwrap_or(0);
-    load(headers.iter().position(|h| h.sizes.len() == most).unwrap_or(0), device)
+    load(widest(headers.iter().map(|h| h.sizes.as_slice())), device)
 }
 
 /// `net:shipped,...`: a factory per shipped network, all with the spec's
