@@ -58,7 +58,7 @@ enum Command {
     Plot(commands::plot::Args),
     /// Rate a run's checkpoints against one opponent: its strength curve.
     Rate(commands::rate::Args),
-    /// Play against a network in the terminal (default: the shipped 6x6 one).
+    /// Play against a network in the terminal (default: the shipped network for the size, on 6x6).
     Play(commands::play::Args),
     /// Run an engine speaking KTP (the Kōnane Text Protocol) on stdin/stdout.
     Ktp(commands::ktp::Args),

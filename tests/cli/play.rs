@@ -25,7 +25,7 @@ fn the_shipped_network_plays_a_scripted_game() {
     let out = play(&["--sims", "16", "--threads", "1"], "moves\nd4\nhint\neval\nquit\n");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("you are black on 6x6 against checkpoints/konane (embedded)"), "{text}");
+    assert!(text.contains("you are black on 6x6 against checkpoints/6x6 (embedded)"), "{text}");
     assert!(text.contains("legal (4): "), "black has four removals on 6x6: {text}");
     assert!(text.contains("network plays "), "{text}");
     assert!(text.contains("last move: "), "{text}");

@@ -24,8 +24,9 @@ pub struct Args {
     port: u16,
     /// A network the API may name, as NAME=PATH or PATH (named after its
     /// directory or file); repeatable, the first is the default for sizes no
-    /// model was trained on. Default: the shipped networks (the all-size
-    /// `konane` for every board, and the specialists `6x6` and `8x8`).
+    /// model was trained on. Default: the shipped networks (`6x6` for
+    /// 6x6, the all-size `konane` for every other board, and the 8x8
+    /// specialist `8x8`).
     #[arg(long = "model", value_name = "[NAME=]PATH")]
     models: Vec<String>,
     /// Searches running at once (one core each; more wait); default: every

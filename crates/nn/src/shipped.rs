@@ -21,19 +21,19 @@ pub const SHIPPED_PATH: &str = "shipped";
 /// The shipped networks: (name, network file), `name` being the directory
 /// under `checkpoints/`. A board plays with the first trained on its size,
 /// any other board with the one trained on the most sizes
-/// ([`choose_for_size`]). The order is measured: the all-size network
-/// beats the 8x8 specialist on 8x8 (56 of 100 games at 800 simulations
-/// with the default endgame solver) and ties the 6x6 network on 6x6 (100
-/// of 200), where both keep every won position of `konane accuracy` at
-/// 200 simulations. The 6x6 network's raw policy finds more winning moves
-/// (280 against 277 of 311), but its priors order the endgame solver
-/// worse: a move took 165 ms against 67 ms, and `bench-serve` answered
-/// 537 requests a second against 2,589
-/// (`docs/experiments/2026-12-07-value-only-lost-openings.md`). So the
-/// all-size network plays every board and the specialists only when named.
+/// ([`choose_for_size`]). The order is measured. On 6x6 the 6x6 network
+/// ties the all-size network in play (100 of 200 games at 800
+/// simulations) and finds more winning moves with its raw policy (283
+/// against 277 of the 311 of `konane accuracy`, 824 against 804 over three
+/// position sets), for 62 ms a move against 46
+/// (`docs/experiments/2026-12-07-quickest-proof-targets.md`). On 8x8 the
+/// all-size network beats the 8x8 specialist (56 of 100 games at 800
+/// simulations with the default endgame solver). So the 6x6 network plays
+/// 6x6, the all-size network every other board, and the 8x8 specialist
+/// only when named.
 pub const MODELS: [(&str, &[u8]); 3] = [
-    ("konane", include_bytes!("../../../checkpoints/konane/net.knet")),
     ("6x6", include_bytes!("../../../checkpoints/6x6/net.knet")),
+    ("konane", include_bytes!("../../../checkpoints/konane/net.knet")),
     ("8x8", include_bytes!("../../../checkpoints/8x8/net.knet")),
 ];
 
@@ -112,10 +112,8 @@ fn headers() -> Result<Vec<NetHeader>, CheckpointError> {
 
 /// The shipped network trained on the most sizes (the all-size one), built
 /// alone. The solver orders its moves by it on every board: on 6x6 its
-/// policy needs 1.9 M nodes for the whole solve where the 6x6 network's
-/// needs 9.7 M, since that network learned to spread its prior over every
-/// winning move of an opening, not to favour the one quickest to prove
-/// (`docs/experiments/2026-12-07-value-only-lost-openings.md`).
+/// policy needs 1.9 M nodes for the whole solve, the 6x6 network's 2.5 M
+/// (`docs/experiments/2026-12-07-quickest-proof-targets.md`).
 ///
 /// # Errors
 /// An embedded file does not load.
@@ -212,7 +210,7 @@ mod tests {
     fn every_board_gets_a_shipped_network_trained_on_it_or_the_widest() {
         let device = Backend::Native.device();
         for (size, expected) in [
-            ("6x6", "konane"),
+            ("6x6", "6x6"),
             ("8x8", "konane"),
             ("10x10", "konane"),
             ("12x12", "konane"),

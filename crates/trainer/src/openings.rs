@@ -9,15 +9,17 @@
 //! table shared across the whole opening tree, deepest positions first so
 //! the shallow solves find their subtrees already known, solves all of 6x6
 //! in seconds. Each position becomes a sample with an exact value and, when
-//! won, a policy spread over its winning moves. A lost position has no
+//! won, a policy over the winning moves a search's leaf solver proves in
+//! the fewest nodes (see [`quickest_wins`]). A lost position has no
 //! policy target: every move loses against perfect play, and a target
 //! spread over all of them taught the network flat priors in openings a
 //! few stones away from won ones, where a single move wins
 //! (`docs/experiments/2026-12-07-value-only-lost-openings.md`).
 //!
 //! The set is computed once per run and cached in the run directory in the
-//! replay file format (`solved-openings-<size>-<plies>p-<nodes>n-v2.replay`;
-//! the `v2` files hold lost positions without policy targets).
+//! replay file format (`solved-openings-<size>-<plies>p-<nodes>n-v3.replay`;
+//! the version changes with the targets, so a run solves again rather than
+//! train on a cache made for other targets).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -25,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use konane_rules::solver::Solver;
-use konane_rules::{Position, Size, Symmetry};
+use konane_rules::{Move, Position, Size, Symmetry};
 
 use crate::TrainError;
 use crate::replay::{PackedSample, ReplayBuffer};
@@ -36,6 +38,34 @@ pub const MAX_POSITIONS: usize = 2_000_000;
 
 /// Transposition table of the solver: 2^22 buckets, 128 MiB.
 const TABLE_BITS: u32 = 22;
+
+/// Transposition table of the solver that times each winning move's proof:
+/// the size of a search's leaf solver (konane_mcts), whose work the policy
+/// target should save.
+const PROVER_TABLE_BITS: u32 = 16;
+
+/// Nodes past which a winning move's proof counts as hard, however long it
+/// is: ten times a search's leaf budget.
+const PROOF_BUDGET: u64 = 200_000;
+
+/// Of `winning` (the winning moves of `position`), those whose proof a
+/// fresh leaf solver finds in the fewest nodes (several when they tie, as
+/// symmetric moves do). A search whose priors point there proves the
+/// position in few leaf solves; priors spread over every winning move sent
+/// the search wide, into leaves too big to solve in its budget.
+fn quickest_wins(position: &Position, winning: &[Move], prover: &mut Solver) -> Vec<Move> {
+    let costs: Vec<u64> = winning
+        .iter()
+        .map(|&mv| {
+            let mut child = *position;
+            child.play_unchecked(mv);
+            prover.clear();
+            prover.solve_within(&child, PROOF_BUDGET).map_or(u64::MAX, |solution| solution.nodes)
+        })
+        .collect();
+    let least = costs.iter().copied().min().unwrap_or(u64::MAX);
+    winning.iter().zip(&costs).filter(|&(_, &cost)| cost == least).map(|(&mv, _)| mv).collect()
+}
 
 /// What a solve of the openings found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -94,6 +124,7 @@ pub fn solve_openings(
     mut on_progress: impl FnMut(usize),
 ) -> Option<(Vec<PackedSample>, OpeningStats)> {
     let mut solver = Solver::new(TABLE_BITS);
+    let mut prover = Solver::new(PROVER_TABLE_BITS);
     let mut stats = OpeningStats { positions: positions.len(), ..OpeningStats::default() };
     let mut samples = Vec::new();
     for (i, position) in positions.iter().enumerate() {
@@ -103,7 +134,8 @@ pub fn solve_openings(
         if let Ok(solution) = solver.solve_within(position, node_limit) {
             stats.nodes += solution.nodes;
             stats.solved += 1;
-            let moves = if solution.win { solution.winning_moves } else { Vec::new() };
+            let moves =
+                if solution.win { quickest_wins(position, &solution.winning_moves, &mut prover) } else { Vec::new() };
             stats.won += solution.win as usize;
             samples.push(PackedSample::new(
                 position,
@@ -118,7 +150,7 @@ pub fn solve_openings(
 
 /// Where a run caches the solved openings of `size`.
 pub fn cache_path(run_dir: &Path, size: Size, plies: u32, node_limit: u64) -> PathBuf {
-    run_dir.join(format!("solved-openings-{size}-{plies}p-{node_limit}n-v2.replay"))
+    run_dir.join(format!("solved-openings-{size}-{plies}p-{node_limit}n-v3.replay"))
 }
 
 /// The solved openings of every size in `sizes`, read from the run's cache
@@ -224,6 +256,7 @@ mod tests {
         let positions = opening_positions(size("4x5"), 3, MAX_POSITIONS).unwrap();
         let stop = AtomicBool::new(false);
         let mut seen = 0;
+        let (mut several_winning, mut narrowed) = (0, 0);
         let (samples, stats) = solve_openings(&positions, u64::MAX, &stop, |done| seen = done).unwrap();
         assert_eq!((seen, stats.solved, samples.len()), (positions.len(), positions.len(), positions.len()));
         assert!(stats.won > 0 && stats.won < stats.solved, "both values occur: {stats:?}");
@@ -233,15 +266,32 @@ mod tests {
             assert_eq!(sample.value, if win { 1.0 } else { -1.0 });
             let target = sample.unpack(Symmetry::Identity).policy;
             let moves = position.moves();
-            for (mv, p) in &target {
-                assert!(moves.contains(mv));
-                assert!((p - 1.0 / target.len() as f32).abs() < 1e-6, "uniform over the target moves");
+            // What a fresh leaf solver spends proving each winning move.
+            let proof = |mv: Move| {
                 let mut child = *position;
-                child.play_unchecked(*mv);
-                assert!(!minimax_wins(&child), "a target move wins");
+                child.play_unchecked(mv);
+                Solver::new(PROVER_TABLE_BITS).solve_within(&child, PROOF_BUDGET).map_or(u64::MAX, |s| s.nodes)
+            };
+            let winning: Vec<Move> = moves
+                .iter()
+                .copied()
+                .filter(|&mv| {
+                    let mut child = *position;
+                    child.play_unchecked(mv);
+                    !minimax_wins(&child)
+                })
+                .collect();
+            let quickest = winning.iter().map(|&mv| proof(mv)).min();
+            for (mv, p) in &target {
+                assert!(winning.contains(mv), "a target move wins");
+                assert!((p - 1.0 / target.len() as f32).abs() < 1e-6, "uniform over the target moves");
+                assert_eq!(Some(proof(*mv)), quickest, "a target move has the quickest proof");
             }
             assert_eq!(target.is_empty(), !win, "a won position has a policy target, a lost one none");
+            several_winning += usize::from(winning.len() > 1);
+            narrowed += usize::from(target.len() < winning.len());
         }
+        assert!(narrowed > 0 && several_winning > 0, "targets keep only the quickest of several winning moves");
         // A budget too small to solve anything leaves every position out.
         let (none, stats) = solve_openings(&positions, 1, &stop, |_| {}).unwrap();
         assert!(none.len() < positions.len() && stats.solved == none.len());
