@@ -113,6 +113,10 @@ pub struct SearchConfig {
     pub root_policy_temperature: f32,
 }
 
+/// Transposition table of a search's leaf solver, kept across moves:
+/// 2^16 buckets of 32 bytes, 2 MB per search.
+pub const LEAF_SOLVER_TABLE_BITS: u32 = 16;
+
 /// A [`SearchConfig`] field outside its range.
 #[derive(Clone, Debug, thiserror::Error, PartialEq)]
 #[error("{field} = {value}: must be in {range}")]
@@ -389,8 +393,7 @@ impl Search {
             moves: MoveList::new(),
             noise: Vec::new(),
             batch: Batch::new(),
-            // 2^16 buckets of 32 bytes: 2 MB per search.
-            solver: (config.solve_max_stones > 0).then(|| Box::new(Solver::new(16))),
+            solver: (config.solve_max_stones > 0).then(|| Box::new(Solver::new(LEAF_SOLVER_TABLE_BITS))),
             solved_leaves: 0,
             root_noise: true,
         }

@@ -40,9 +40,9 @@ pub const MAX_POSITIONS: usize = 2_000_000;
 const TABLE_BITS: u32 = 22;
 
 /// Transposition table of the solver that times each winning move's proof:
-/// the size of a search's leaf solver (konane_mcts), whose work the policy
-/// target should save.
-const PROVER_TABLE_BITS: u32 = 16;
+/// the size of a search's leaf solver, whose work the policy target should
+/// save.
+const PROVER_TABLE_BITS: u32 = konane_mcts::search::LEAF_SOLVER_TABLE_BITS;
 
 /// Nodes past which a winning move's proof counts as hard, however long it
 /// is: ten times a search's leaf budget.
