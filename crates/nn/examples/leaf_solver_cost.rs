@@ -1,6 +1,8 @@
 //! What the endgame solver inside a network's search costs on one board:
 //! for each spec, the mean time of a move from a fresh tree, how many roots
-//! the search proves, and the time by the position's stone count.
+//! the search proves, and the time by the position's stone count. The
+//! leaf solver's table carries over from position to position, as it does
+//! from move to move in a game; one untimed move warms the player up.
 //!
 //!     cargo run --release -p konane-nn --example leaf_solver_cost -- 6x6 200 \
 //!         "net:checkpoints/konane,sims=800" "net:checkpoints/6x6,sims=800"
@@ -23,14 +25,18 @@ fn main() -> anyhow::Result<()> {
     let size: Size = size.parse()?;
     let count: usize = count.parse().context("POSITIONS: a count")?;
     let positions: Vec<_> = cycled_positions(size, count).into_iter().filter(|p| !p.is_over()).collect();
+    let Some(first) = positions.first() else {
+        bail!("no position with a move to play among the first {count} of {size}");
+    };
     for text in specs {
         let spec: PlayerSpec = text.parse()?;
         let mut player = NetFactory::from_spec(&spec, Backend::Native)?.build_player(1);
+        let limits = player.limits();
+        player.choose(first, &limits)?;
         let (mut seconds, mut proven) = (0.0, 0);
         let mut by_stones = BTreeMap::<u32, (f64, usize)>::new();
         for position in &positions {
             player.new_game();
-            let limits = player.limits();
             let start = Instant::now();
             player.choose(position, &limits)?;
             let took = start.elapsed().as_secs_f64();
