@@ -81,7 +81,8 @@ pub struct OpeningStats {
     pub solved: usize,
     /// Of those, positions won for the side to move.
     pub won: usize,
-    /// Solver nodes in all.
+    /// Solver nodes of the positions' solves (not the timing of each
+    /// winning move's proof that picks the policy targets).
     pub nodes: u64,
 }
 
