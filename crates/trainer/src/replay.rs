@@ -405,9 +405,10 @@ impl ReplayBuffer {
             SizeMix::Mixed => None,
         };
         // A book without the batch's size (openings are solved only on the
-        // boards that solve) leaves the whole batch to the window.
+        // boards that solve), or with nothing in it, leaves the whole batch
+        // to the window.
         let from_book = book
-            .filter(|(book, _)| size.is_none_or(|size| book.iter().any(|s| s.size() == size)))
+            .filter(|(book, _)| !book.is_empty() && size.is_none_or(|size| book.iter().any(|s| s.size() == size)))
             .map_or(0, |(_, n)| n.min(batch_size));
         let mut batch = Vec::with_capacity(batch_size);
         self.draw_into(&mut batch, batch_size - from_book, size, Some(first), augment, rng);
@@ -712,6 +713,19 @@ mod tests {
         assert_eq!(mixed, 40, "every batch holds both sizes");
         let share = of_6x6 as f64 / drawn as f64;
         assert!((share - share_6x6).abs() < 0.05, "6x6 is {share:.3} of the draws, {share_6x6:.3} of the window");
+    }
+
+    #[test]
+    fn an_empty_book_leaves_the_whole_batch_to_the_window() {
+        let window = two_size_window();
+        let empty = ReplayBuffer::new(16);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for mix in [SizeMix::Mixed, SizeMix::OneSize] {
+            for _ in 0..10 {
+                let batch = window.sample_batch_with(64, true, Some((&empty, 8)), mix, &mut rng);
+                assert_eq!(batch.len(), 64, "{mix:?}: no sample owed to an empty book");
+            }
+        }
     }
 
     #[test]
