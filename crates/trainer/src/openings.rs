@@ -215,6 +215,8 @@ pub fn load_or_solve(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use konane_rules::solver::minimax_wins;
 
@@ -271,36 +273,29 @@ mod tests {
             let win = minimax_wins(position);
             assert_eq!(sample.value, if win { 1.0 } else { -1.0 });
             let target = sample.unpack(Symmetry::Identity).policy;
-            let moves = position.moves();
-            // What a fresh leaf solver spends proving each winning move.
-            let proof = |mv: Move| {
-                let mut child = *position;
-                child.play_unchecked(mv);
-                Solver::new(PROVER_TABLE_BITS).solve_within(&child, proof_budget()).map_or(u64::MAX, |s| s.nodes)
-            };
-            let winning: Vec<Move> = moves
-                .iter()
-                .copied()
-                .filter(|&mv| {
+            // Each winning move (by minimax) with what a fresh leaf solver
+            // spends proving it.
+            let costs: Vec<(Move, u64)> = position
+                .moves()
+                .into_iter()
+                .filter_map(|mv| {
                     let mut child = *position;
                     child.play_unchecked(mv);
-                    !minimax_wins(&child)
+                    let proof = Solver::new(PROVER_TABLE_BITS).solve_within(&child, proof_budget());
+                    (!minimax_wins(&child)).then(|| (mv, proof.map_or(u64::MAX, |s| s.nodes)))
                 })
                 .collect();
-            let costs: Vec<u64> = winning.iter().map(|&mv| proof(mv)).collect();
-            let quickest = costs.iter().copied().min();
-            let mut expected: Vec<Move> =
-                winning.iter().zip(&costs).filter(|&(_, &c)| Some(c) == quickest).map(|(&mv, _)| mv).collect();
-            let mut targeted: Vec<Move> = target.iter().map(|&(mv, _)| mv).collect();
-            expected.sort_by_key(|mv| mv.to_text(position.size()));
-            targeted.sort_by_key(|mv| mv.to_text(position.size()));
+            let quickest = costs.iter().map(|&(_, cost)| cost).min();
+            let expected: BTreeSet<Move> =
+                costs.iter().filter(|&&(_, cost)| Some(cost) == quickest).map(|&(mv, _)| mv).collect();
+            let targeted: BTreeSet<Move> = target.iter().map(|&(mv, _)| mv).collect();
             assert_eq!(targeted, expected, "the target is every winning move with the quickest proof");
             for (_, p) in &target {
                 assert!((p - 1.0 / target.len() as f32).abs() < 1e-6, "uniform over the target moves");
             }
             assert_eq!(target.is_empty(), !win, "a won position has a policy target, a lost one none");
-            several_winning += usize::from(winning.len() > 1);
-            narrowed += usize::from(target.len() < winning.len());
+            several_winning += usize::from(costs.len() > 1);
+            narrowed += usize::from(target.len() < costs.len());
         }
         assert!(narrowed > 0 && several_winning > 0, "targets keep only the quickest of several winning moves");
         // A budget too small to solve anything leaves every position out.

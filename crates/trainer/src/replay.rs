@@ -412,7 +412,7 @@ impl ReplayBuffer {
             .map_or(0, |(_, n)| n.min(batch_size));
         let mut batch = Vec::with_capacity(batch_size);
         self.draw_into(&mut batch, batch_size - from_book, size, Some(first), augment, rng);
-        if let Some((book, _)) = book.filter(|(book, _)| !book.is_empty()) {
+        if let Some((book, _)) = book.filter(|_| from_book > 0) {
             let wanted = batch.len() + from_book;
             book.draw_into(&mut batch, wanted, size, None, augment, rng);
         }
