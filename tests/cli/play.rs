@@ -53,7 +53,7 @@ fn a_missing_model_is_one_clear_error() {
 }
 
 #[test]
-fn the_shipped_8x8_network_loads_from_its_directory() {
+fn the_8x8_specialist_loads_from_its_directory() {
     let model = concat!(env!("CARGO_MANIFEST_DIR"), "/checkpoints/8x8");
     let out =
         play(&["--model", model, "--size", "8x8", "--color", "white", "--sims", "8", "--threads", "1"], "moves\n");

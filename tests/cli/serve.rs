@@ -55,7 +55,7 @@ fn serve_answers_on_the_port_it_prints_with_the_shipped_networks() {
     assert!(status.contains("200"), "{status}");
     let info: serde_json::Value = serde_json::from_str(&body).unwrap();
     let names: Vec<&str> = info["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["6x6", "konane", "8x8"]);
+    assert_eq!(names, ["6x6", "konane"]);
     // Each board is played by the shipped network chosen for its size.
     for (size, model, removals) in [
         ("6x6", "6x6", &["c3", "d4", "a1", "f6"]),

@@ -25,8 +25,7 @@ pub struct Args {
     /// A network the API may name, as NAME=PATH or PATH (named after its
     /// directory or file); repeatable, the first is the default for sizes no
     /// model was trained on. Default: the shipped networks (`6x6` for
-    /// 6x6, the all-size `konane` for every other board, and the 8x8
-    /// specialist `8x8`).
+    /// 6x6, the all-size `konane` for every other board).
     #[arg(long = "model", value_name = "[NAME=]PATH")]
     models: Vec<String>,
     /// Searches running at once (one core each; more wait); default: every
@@ -94,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// The networks built into the binary, as models named after their
-/// directories (`8x8`, `6x6`).
+/// directories (`6x6`, `konane`).
 ///
 /// # Errors
 /// An embedded file does not load (a build from a damaged checkout).

@@ -127,8 +127,8 @@ fn in_browser(app: Arc<App>, drive: impl AsyncFnOnce(&Client, &str) -> Outcome) 
     });
 }
 
-/// The README's two screenshots (`docs/images/`), with the shipped 8x8
-/// network: `CI=1 cargo test --workspace --test browser -- --ignored`.
+/// The README's two screenshots (`docs/images/`), with the 8x8 specialist
+/// (`checkpoints/8x8`): `CI=1 cargo test --workspace --test browser -- --ignored`.
 #[test]
 #[ignore = "writes docs/images/; run by hand with the shipped networks"]
 fn readme_screenshots() {
