@@ -112,6 +112,33 @@ fn a_saved_solve_resumes_from_its_journal() {
     std::fs::write(save.join("journal.bin"), b"not a journal at all").unwrap();
     fails_with(&konane(&["solve", "--resume", save_arg]), &["not a konane solve journal"]);
     fails_with(&konane(&["solve"]), &["<BOARD>"]);
+    // A solve.json whose table size no solve could have had, and files too
+    // long for what they claim to be (a device reads as endless zeros).
+    let saved = std::fs::read_to_string(save.join("solve.json")).unwrap();
+    let table_bits = |bits: &str| {
+        let json: serde_json::Value = serde_json::from_str(&saved).unwrap();
+        let mut json = json.as_object().unwrap().clone();
+        json.insert("table_bits".into(), serde_json::from_str(bits).unwrap());
+        std::fs::write(save.join("solve.json"), serde_json::to_string(&json).unwrap()).unwrap();
+    };
+    for bits in ["0", "9", "30"] {
+        table_bits(bits);
+        fails_with(
+            &konane(&["solve", "--resume", save_arg]),
+            &["--resume", "solve.json", &format!("table_bits {bits} is not in 10..=29")],
+        );
+    }
+    table_bits("10");
+    // Sparse files far longer than any journal or proof, refused unread.
+    let huge = |path: &std::path::Path| std::fs::File::create(path).unwrap().set_len(1 << 36).unwrap();
+    huge(&save.join("journal.bin"));
+    fails_with(&konane(&["solve", "--resume", save_arg]), &["journal.bin", "too long for a solve journal"]);
+    let proof = dir.path().join("huge-proof");
+    huge(&proof);
+    fails_with(
+        &konane(&["solve", "--verify", proof.to_str().unwrap()]),
+        &["--verify", "huge-proof", "too long for a proof"],
+    );
 }
 
 /// `--replies` gives each move's value and the opponent's winning replies,

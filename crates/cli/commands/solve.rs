@@ -21,7 +21,7 @@
 //! table: the keys are positions, whichever root they were searched from.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(required_unless_present_any = ["resume", "verify"])]
     board: Option<String>,
     /// Transposition table size: 2^BITS buckets of 32 bytes (10 to 29: 32 KiB to 16 GiB).
-    #[arg(long, default_value_t = 22, value_parser = clap::value_parser!(u32).range(10..=Solver::MAX_TABLE_BITS as i64))]
+    #[arg(long, default_value_t = 22, value_parser = clap::value_parser!(u32).range(*TABLE_BITS.start() as i64..=*TABLE_BITS.end() as i64))]
     table_bits: u32,
     /// Transposition table size in GiB (rounded down to a power of two of
     /// buckets; 0.001 to 16), instead of --table-bits.
@@ -186,6 +186,18 @@ const RESULT_FILE: &str = "result.txt";
 const PROOF_FILE: &str = "proof";
 const TABLE_FILE: &str = "table.bin";
 const SOLVE_VERSION: u32 = 1;
+/// The table sizes a solve may have, in the alpha-beta solver's 32-byte
+/// buckets (`--table-bits`, and what `solve.json` records).
+const TABLE_BITS: std::ops::RangeInclusive<u32> = 10..=Solver::MAX_TABLE_BITS;
+/// `solve.json` is a few lines; anything longer is not one.
+const MAX_SOLVE_FILE_BYTES: u64 = 64 << 10;
+/// A proof file: 12 MB for 7x7's 21 M positions, so this holds proofs
+/// about a hundred times larger.
+const MAX_PROOF_BYTES: u64 = 1 << 30;
+/// A journal keeps a solve's expensive results, 25 bytes each: the largest
+/// so far is 8x6's, 249 KB. Its length grows with the solve's work, not its
+/// table, so the bound is fixed: 43 M results.
+const MAX_JOURNAL_BYTES: u64 = 1 << 30;
 const JOURNAL_MAGIC: &[u8; 16] = b"konane-journal\0\x01";
 /// hash, check, value, work, CRC-32 of those.
 const RECORD_BYTES: usize = 8 + 4 + 1 + 8 + 4;
@@ -204,8 +216,7 @@ fn record(entry: &JournalEntry) -> [u8; RECORD_BYTES] {
 /// The journal's intact records, and the length of the file they fill (a
 /// torn or damaged tail is cut off there on resume).
 fn read_journal(path: &Path) -> anyhow::Result<(Vec<JournalEntry>, u64)> {
-    let mut bytes = Vec::new();
-    File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).with_context(|| format!("{}", path.display()))?;
+    let bytes = konane_files::read_bounded(path, MAX_JOURNAL_BYTES, "solve journal")?;
     anyhow::ensure!(bytes.starts_with(JOURNAL_MAGIC), "{}: not a konane solve journal", path.display());
     let mut entries = Vec::new();
     let mut at = JOURNAL_MAGIC.len();
@@ -264,9 +275,12 @@ fn write_checkpoint(path: &Path, entries: &mut dyn Iterator<Item = TableEntry>) 
     Ok(())
 }
 
-/// The entries of the df-pn checkpoint at `path`, if it is whole.
-fn read_checkpoint(path: &Path) -> anyhow::Result<Vec<TableEntry>> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
+/// The entries of the df-pn checkpoint at `path`, if it is whole; it
+/// comes from a table of `2^table_bits` entries, and holds at most that
+/// many.
+fn read_checkpoint(path: &Path, table_bits: u32) -> anyhow::Result<Vec<TableEntry>> {
+    let max = (TABLE_MAGIC.len() + 8 + 4) as u64 + ((ENTRY_BYTES as u64) << table_bits);
+    let bytes = konane_files::read_bounded(path, max, "df-pn checkpoint")?;
     anyhow::ensure!(bytes.starts_with(TABLE_MAGIC), "{}: not a konane df-pn checkpoint", path.display());
     let damaged = || format!("{}: a damaged checkpoint (delete it to start the solve over)", path.display());
     let body = bytes.len().checked_sub(TABLE_MAGIC.len() + 8 + 4).with_context(damaged)?;
@@ -307,7 +321,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.verify {
         return verify(path);
     }
-    let saved = args.resume.as_deref().map(read_saved).transpose()?;
+    let saved = args.resume.as_deref().map(read_saved).transpose().context("--resume")?;
     if args.dfpn || saved.as_ref().is_some_and(|(_, saved)| saved.dfpn) {
         return solve_by_proof_numbers(&args, saved);
     }
@@ -394,13 +408,21 @@ fn create_save_dir(dir: &Path, position: &Position, table_bits: u32, symmetry: b
 /// The position and settings of the solve saved in `dir`.
 fn read_saved(dir: &Path) -> anyhow::Result<(Position, SolveFile)> {
     let path = dir.join(SOLVE_FILE);
-    let text = std::fs::read_to_string(&path).with_context(|| format!("--resume: {}", path.display()))?;
-    let saved: SolveFile = serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    let bytes = konane_files::read_bounded(&path, MAX_SOLVE_FILE_BYTES, "solve.json")?;
+    let saved: SolveFile = serde_json::from_slice(&bytes).with_context(|| format!("{}", path.display()))?;
     anyhow::ensure!(
         saved.version == SOLVE_VERSION,
         "{}: version {} is not {SOLVE_VERSION}",
         path.display(),
         saved.version
+    );
+    anyhow::ensure!(
+        TABLE_BITS.contains(&saved.table_bits),
+        "{}: table_bits {} is not in {}..={}",
+        path.display(),
+        saved.table_bits,
+        TABLE_BITS.start(),
+        TABLE_BITS.end()
     );
     let position = parse_board(&saved.position).with_context(|| format!("{}: position", path.display()))?;
     Ok((position, saved))
@@ -536,6 +558,9 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
 /// Puts a saved solve's table checkpoint and the results of its journal
 /// (an alpha-beta solve's, keyed the same way) into `solver`'s table.
 fn restore_saved_table(solver: &mut DfpnSolver, position: &Position, dir: &Path) -> anyhow::Result<()> {
+    // The saved solve's own table size bounds its checkpoint (a --warm-from
+    // solve may have had a larger table than this one).
+    let (_, saved) = read_saved(dir)?;
     let journal = dir.join(JOURNAL_FILE);
     if journal.exists() {
         let (entries, _) = read_journal(&journal)?;
@@ -546,7 +571,7 @@ fn restore_saved_table(solver: &mut DfpnSolver, position: &Position, dir: &Path)
     }
     let table = dir.join(TABLE_FILE);
     if table.exists() {
-        let entries = read_checkpoint(&table)?;
+        let entries = read_checkpoint(&table, saved.table_bits)?;
         for &entry in &entries {
             solver.restore(entry);
         }
@@ -831,7 +856,7 @@ fn replies_text(position: &Position, values: &[proof::MoveValue]) -> String {
 /// prints the values it shows.
 fn verify(path: &Path) -> anyhow::Result<()> {
     let file = if path.is_dir() { path.join(PROOF_FILE) } else { path.to_path_buf() };
-    let bytes = std::fs::read(&file).with_context(|| format!("--verify: {}", file.display()))?;
+    let bytes = konane_files::read_bounded(&file, MAX_PROOF_BYTES, "proof").context("--verify")?;
     let start = Instant::now();
     let proof = proof::Proof::from_bytes(&bytes).with_context(|| format!("{}", file.display()))?;
     let values = proof::verify(&proof).with_context(|| format!("{}: the proof does not hold", file.display()))?;

@@ -74,15 +74,20 @@ pub enum ReadError {
 /// never longer than `max` bytes.
 ///
 /// # Errors
-/// The file cannot be read, or holds more than `max` bytes (then at most
-/// `max + 1` bytes were read).
+/// The file cannot be read, or holds more than `max` bytes: a regular file
+/// that says so is refused before any of it is read, anything else (a
+/// device, a pipe) after at most `max + 1` bytes.
 pub fn read_bounded(path: &Path, max: u64, what: &'static str) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
     let io = |error| ReadError::Io { path: path.to_path_buf(), error };
     let file = fs::File::open(path).map_err(io)?;
+    let metadata = file.metadata().ok();
+    if metadata.as_ref().is_some_and(|m| m.is_file() && m.len() > max) {
+        return Err(ReadError::TooLong { path: path.to_path_buf(), max, what });
+    }
     // The length the file claims sizes the buffer, up to the bound; a
     // device or pipe claims 0 and grows it as it reads.
-    let claimed = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let claimed = metadata.map_or(0, |m| m.len());
     let mut bytes = Vec::with_capacity(claimed.min(max) as usize);
     file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
     if bytes.len() as u64 > max {
@@ -205,6 +210,12 @@ mod tests {
         let error = read_bounded(&path, 4, "test file").unwrap_err().to_string();
         assert!(error.contains("more than 4 bytes") && error.contains("test file"), "{error}");
         assert!(read_bounded(&dir.path().join("missing"), 4, "test file").is_err());
+        // A file that says it is too long is refused unread: reading this
+        // sparse 64 GiB file would take minutes and more memory than CI has.
+        let huge = dir.path().join("huge");
+        fs::File::create(&huge).unwrap().set_len(1 << 36).unwrap();
+        let error = read_bounded(&huge, 1 << 30, "proof").unwrap_err().to_string();
+        assert!(error.contains("more than 1073741824 bytes, too long for a proof"), "{error}");
         #[cfg(target_os = "linux")]
         {
             let error = read_bounded(Path::new("/dev/zero"), 1 << 20, "config").unwrap_err().to_string();

@@ -113,6 +113,11 @@ pub struct SearchConfig {
     pub root_policy_temperature: f32,
 }
 
+/// The most visits [`Search::run`] lets its root reach: half of what a
+/// node's `u32` count holds, so neither the visits nor the virtual losses
+/// added on top of them can wrap, whatever simulation count a user asks for.
+pub const MAX_ROOT_VISITS: u64 = (u32::MAX / 2) as u64;
+
 /// Transposition table of a search's leaf solver, kept across moves:
 /// 2^16 buckets of 32 bytes, 2 MB per search.
 pub const LEAF_SOLVER_TABLE_BITS: u32 = 16;
@@ -544,8 +549,8 @@ impl Search {
     /// Runs up to `simulations` more simulations, in batches of
     /// `batch_size` leaves per evaluator call, stopping early at `deadline`
     /// (checked between batches; the first batch always runs, so the root
-    /// is expanded) or at a root with no legal move. Returns the simulations
-    /// run.
+    /// is expanded), at a root with no legal move, or once the root has
+    /// [`MAX_ROOT_VISITS`] visits. Returns the simulations run.
     ///
     /// # Errors
     /// The evaluator failed or gave unusable outputs (see
@@ -557,7 +562,9 @@ impl Search {
         deadline: Option<Instant>,
     ) -> Result<u64, EvalError> {
         let start = self.simulations;
-        let target = start.saturating_add(simulations);
+        // Each simulation is a visit of the root, and visits are `u32`.
+        let room = MAX_ROOT_VISITS.saturating_sub(u64::from(self.tree.root().visits));
+        let target = start.saturating_add(simulations.min(room));
         let mut batch = std::mem::take(&mut self.batch);
         let mut outcome = Ok(());
         while self.simulations < target {

@@ -225,7 +225,10 @@ impl AlphaBetaPlayer {
                     killers[1] = killers[0];
                     killers[0] = Some(mv);
                 }
-                self.history[history_index(mv)] += depth * depth;
+                // Saturating: an hour's search on a big board could
+                // otherwise wrap a move's count (it is only an ordering).
+                let entry = &mut self.history[history_index(mv)];
+                *entry = entry.saturating_add(depth * depth);
                 break;
             }
         }

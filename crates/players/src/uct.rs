@@ -28,7 +28,7 @@
 //!   the earlier child).
 //! * **Limits.** `nodes` counts simulations, `movetime` is a deadline checked
 //!   every 64 simulations; with neither set a search runs
-//!   [`DEFAULT_SIMULATIONS`]. For a given seed and simulation limit the
+//!   [`DEFAULT_SIMULATIONS`], and never more than [`MAX_SIMULATIONS`]. For a given seed and simulation limit the
 //!   player is deterministic; its RNG carries over from move to move.
 
 use std::time::Instant;
@@ -42,6 +42,11 @@ use crate::{Choice, Limits, Player, PlayerError};
 
 /// Simulations per move when neither `nodes` nor `movetime` is set.
 pub const DEFAULT_SIMULATIONS: u64 = 1000;
+
+/// The most simulations one move runs, whatever its limits say: a node's
+/// visits (`u32`) and value sum (`i32`, one unit a simulation) must not
+/// wrap, and a root gets one visit per simulation.
+pub const MAX_SIMULATIONS: u64 = i32::MAX as u64 - 1;
 
 /// The tree stops growing before this many nodes (24 bytes each, ~100 MB);
 /// a search at several hundred thousand simulations a second on 8x8 reaches
@@ -161,12 +166,15 @@ impl BoardVisitor for Search<'_> {
         tree[0].visits = 1;
         expand(tree, 0, &mut moves, rng);
 
-        let max_sims = limits.nodes.map_or_else(
-            || {
-                if limits.movetime.is_some() { u64::MAX } else { DEFAULT_SIMULATIONS }
-            },
-            |n| n.max(1),
-        );
+        let max_sims = limits
+            .nodes
+            .map_or_else(
+                || {
+                    if limits.movetime.is_some() { u64::MAX } else { DEFAULT_SIMULATIONS }
+                },
+                |n| n.max(1),
+            )
+            .min(MAX_SIMULATIONS);
         let deadline = limits.deadline(start);
         let mut sims = 0;
         while sims < max_sims && tree[0].proven == UNPROVEN {

@@ -89,12 +89,16 @@ fn font_candidates() -> Vec<PathBuf> {
     out
 }
 
+/// The largest font file read: the largest CJK fonts are about 20 MB.
+const MAX_FONT_BYTES: u64 = 64 << 20;
+
 /// Registers a font for plotters' "sans-serif" family, once.
 fn ensure_font() -> Result<PathBuf, PlotError> {
     static FONT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     FONT.get_or_init(|| {
         for path in font_candidates() {
-            let Ok(bytes) = std::fs::read(&path) else { continue };
+            // A font is a few MB; a larger file (or a device) is skipped.
+            let Ok(bytes) = konane_files::read_bounded(&path, MAX_FONT_BYTES, "font") else { continue };
             // plotters keeps the font for the process's lifetime.
             let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
             if register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {

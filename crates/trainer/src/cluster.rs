@@ -233,6 +233,15 @@ pub fn run_worker(options: &WorkerOptions) -> Result<WorkerOutcome, TrainError> 
         .max()
         .unwrap_or(0)
         + 1;
+    if seq > keys::MAX_NUMBER {
+        // Only a foreign file numbered at the limit gets here (no worker
+        // writes 10^12 shards): the learner would not read a longer number.
+        return Err(TrainError::Cluster(format!(
+            "worker {:?}: a shard numbered {} leaves no numbers after it; remove the foreign files from its directory",
+            options.name,
+            keys::MAX_NUMBER
+        )));
+    }
     tracing::info!(worker = %options.name, location = exchange.location(), first_shard = seq, threads, "worker started");
     let mut outcome = WorkerOutcome::default();
     let mut current: Option<(u64, Net)> = None;

@@ -489,6 +489,12 @@ impl Default for BootstrapConfig {
 /// The longest config file read (the commented reference is 8 KB).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
+/// Largest `selfplay.eval_cache`: each slot is allocated up front and
+/// holds a whole position (about 400 bytes with its value, more with its
+/// priors), so 2^22 slots take about 2 GB a worker, and the most workers
+/// a 2-core machine may run (eight) still fit in its memory.
+pub const MAX_EVAL_CACHE: usize = 1 << 22;
+
 /// Largest solver node budget a key may set (`selfplay.solver_nodes`,
 /// `replay.solved_openings_nodes`): hours of solving per position.
 pub const MAX_SOLVER_NODES: u64 = 10_000_000_000;
@@ -603,15 +609,15 @@ impl TrainConfig {
         let fail = |key: &str, reason: String| Err(InvalidKey::new(key, reason));
         if self.name.is_empty()
             || self.name.len() > 100
-            || self.name.contains(['/', '\\'])
+            || self.name.contains(['/', '\\', ',', '=', ';'])
             || self.name.chars().any(char::is_control)
             || self.name.starts_with('.')
         {
             return fail(
                 "name",
                 format!(
-                    "{:?}: 1 to 100 characters, no slashes or control characters, not starting with '.' \
-                     (it names the run directory)",
+                    "{:?}: 1 to 100 characters, no slashes, ',', '=', ';' or control characters, not starting \
+                     with '.' (it names the run directory, which `net:` specs and player lists must be able to name)",
                     self.name
                 ),
             );
@@ -671,7 +677,7 @@ impl TrainConfig {
         check("selfplay.random_opening_plies", s.random_opening_plies, 0..=400)?;
         check("selfplay.root_value_weight", s.root_value_weight, 0.0..=1.0)?;
         check("selfplay.policy_surprise_weight", s.policy_surprise_weight, 0.0..=1.0)?;
-        check("selfplay.eval_cache", s.eval_cache, 0..=1 << 24)?;
+        check("selfplay.eval_cache", s.eval_cache, 0..=MAX_EVAL_CACHE)?;
         let r = &self.replay;
         check("replay.window", r.window, 1..=10_000_000)?;
         if r.min_samples > r.window {

@@ -106,6 +106,11 @@ fn an_out_of_range_value_names_the_key_and_the_reason() {
         ("[checkpoint]\nkeep_last = 1\n", "checkpoint.keep_last", "at least 2"),
         ("[replay]\nwindow = 10\nmin_samples = 20\n", "replay.min_samples", "exceeds"),
         ("[bootstrap]\nteacher = \"net:init\"\n", "bootstrap.teacher", "baseline"),
+        ("[selfplay]\neval_cache = 4194305\n", "selfplay.eval_cache", "4194304"),
+        ("name = \"lr=0.01\"\n", "name", "'='"),
+        ("name = \"a,b\"\n", "name", "','"),
+        ("name = \"a;b\"\n", "name", "';'"),
+        ("name = \"a/b\"\n", "name", "slashes"),
     ] {
         let e = error(text);
         assert!(e.contains(key) && e.contains(reason), "{text}: {e}");
