@@ -28,8 +28,9 @@
 //!   the earlier child).
 //! * **Limits.** `nodes` counts simulations, `movetime` is a deadline checked
 //!   every 64 simulations; with neither set a search runs
-//!   [`DEFAULT_SIMULATIONS`], and never more than [`MAX_SIMULATIONS`]. For a given seed and simulation limit the
-//!   player is deterministic; its RNG carries over from move to move.
+//!   [`DEFAULT_SIMULATIONS`], and never more than [`MAX_SIMULATIONS`]. For
+//!   a given seed and simulation limit the player is deterministic; its RNG
+//!   carries over from move to move.
 
 use std::time::Instant;
 
