@@ -467,8 +467,11 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
     // alpha-beta table's buckets is the same memory.
     let mut solver = DfpnSolver::try_new(bits - 1).context("the transposition table")?;
     solver.set_regions(region_limits(args));
+    // Where the table starts from, with that solve's table size (which
+    // bounds its checkpoint): the solve resumed, else the one warmed from.
+    let mut warm = None;
     if let Some(dir) = &args.warm_from {
-        let (theirs, _) = read_saved(dir).context("--warm-from")?;
+        let (theirs, saved) = read_saved(dir).context("--warm-from")?;
         anyhow::ensure!(
             theirs.size() == position.size(),
             "--warm-from: {} solved a {} board, this is {}",
@@ -481,9 +484,10 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
             "--warm-from: {} holds no {TABLE_FILE} or {JOURNAL_FILE} to start from",
             dir.display()
         );
+        warm = Some((dir.as_path(), saved.table_bits));
     }
-    if let Some(dir) = args.resume.as_ref().or(args.warm_from.as_ref()) {
-        restore_saved_table(&mut solver, &position, dir)?;
+    if let Some((dir, table_bits)) = args.resume.as_deref().map(|dir| (dir, bits)).or(warm) {
+        restore_saved_table(&mut solver, &position, dir, table_bits)?;
     }
     if let Some(dir) = &dir {
         let path = dir.join(TABLE_FILE);
@@ -556,11 +560,14 @@ fn solve_by_proof_numbers(args: &Args, saved: Option<(Position, SolveFile)>) -> 
 }
 
 /// Puts a saved solve's table checkpoint and the results of its journal
-/// (an alpha-beta solve's, keyed the same way) into `solver`'s table.
-fn restore_saved_table(solver: &mut DfpnSolver, position: &Position, dir: &Path) -> anyhow::Result<()> {
-    // The saved solve's own table size bounds its checkpoint (a --warm-from
-    // solve may have had a larger table than this one).
-    let (_, saved) = read_saved(dir)?;
+/// (an alpha-beta solve's, keyed the same way) into `solver`'s table;
+/// `table_bits` is that solve's table size, which bounds its checkpoint.
+fn restore_saved_table(
+    solver: &mut DfpnSolver,
+    position: &Position,
+    dir: &Path,
+    table_bits: u32,
+) -> anyhow::Result<()> {
     let journal = dir.join(JOURNAL_FILE);
     if journal.exists() {
         let (entries, _) = read_journal(&journal)?;
@@ -571,7 +578,7 @@ fn restore_saved_table(solver: &mut DfpnSolver, position: &Position, dir: &Path)
     }
     let table = dir.join(TABLE_FILE);
     if table.exists() {
-        let entries = read_checkpoint(&table, saved.table_bits)?;
+        let entries = read_checkpoint(&table, table_bits)?;
         for &entry in &entries {
             solver.restore(entry);
         }

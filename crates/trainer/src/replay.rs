@@ -408,7 +408,7 @@ impl ReplayBuffer {
         // boards that solve), or with nothing in it, leaves the whole batch
         // to the window.
         let from_book = book
-            .filter(|(book, _)| !book.is_empty() && size.is_none_or(|size| book.iter().any(|s| s.size() == size)))
+            .filter(|(book, _)| book.iter().any(|s| size.is_none_or(|size| s.size() == size)))
             .map_or(0, |(_, n)| n.min(batch_size));
         let mut batch = Vec::with_capacity(batch_size);
         self.draw_into(&mut batch, batch_size - from_book, size, Some(first), augment, rng);
