@@ -8,6 +8,7 @@ use anyhow::Context;
 use konane_nn::train::{Learner, LearnerConfig, benchmark_batch};
 use konane_nn::{Backend, init_net};
 use konane_rules::Size;
+use konane_trainer::memory::{gib, physical_memory, training_step_bytes};
 
 /// Arguments of `konane bench-train`.
 #[derive(clap::Args)]
@@ -50,6 +51,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let config = args.shape.config()?.with_soft_policy(args.soft_policy).with_reply_policy(args.reply_policy);
     let samples = benchmark_batch(size, args.batch as usize);
     anyhow::ensure!(!samples.is_empty(), "a {size} board has no positions with a legal move to train on");
+    let most_threads = args.threads.iter().copied().max().unwrap_or(1) as u64;
+    let needs = training_step_bytes(&config, args.backend, size.cells() as u64, args.batch, most_threads);
+    if let Some(machine) = physical_memory() {
+        anyhow::ensure!(
+            needs <= machine,
+            "--batch {} of {size} at {}: the step would need about {}, more than this machine's {}; lower --batch, \
+             --channels or --blocks",
+            args.batch,
+            config.name(),
+            gib(needs),
+            gib(machine)
+        );
+    }
     let flop = 2.0 * 3.0 * config.multiply_adds(size.rows(), size.cols()) as f64;
     let mut out = super::stdout();
     writeln!(

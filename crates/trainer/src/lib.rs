@@ -29,6 +29,7 @@ pub mod bootstrap;
 pub mod cluster;
 pub mod config;
 pub mod evaluation;
+pub mod memory;
 pub mod metrics;
 pub mod observer;
 pub mod openings;

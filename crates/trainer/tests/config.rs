@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use konane_trainer::config::{LrSchedule, TrainConfig};
+use konane_trainer::memory::MemoryEstimate;
 use konane_trainer::replay::SizeMix;
 
 fn error(text: &str) -> String {
@@ -186,4 +187,67 @@ fn the_flat_layout_of_earlier_configs_still_loads() {
         let config = TrainConfig::load(&root.join(model).join("config.toml")).unwrap();
         assert_eq!(config.selfplay.search.c_puct, 1.5, "{model}");
     }
+}
+
+/// A config whose every key is in range but whose product is not: a
+/// b40c512 network trained on 8,192 20x20 positions a step.
+const HUGE_STEP: &str = "sizes = [\"20x20\"]\n[network]\nblocks = 40\nchannels = 512\n[training]\nbatch_size = 8192\n";
+
+#[test]
+fn a_run_that_cannot_fit_in_memory_names_the_key_to_lower() {
+    const GIB: u64 = 1 << 30;
+    // Each part in turn outgrows the machine; the error names the key of
+    // the largest part and says how much the run would need.
+    let window = "sizes = [\"20x20\"]\n[replay]\nwindow = 10000000\n";
+    let trees = "sizes = [\"20x20\"]\nthreads = 1\n[selfplay]\nparallel_games = 4096\nsimulations = 1000000\n";
+    for (text, machine, key, part) in [
+        (HUGE_STEP, 24, "training.batch_size", "network.channels"),
+        (window, 4, "replay.window", "lower replay.window"),
+        (trees, 24, "selfplay.parallel_games", "selfplay.simulations"),
+    ] {
+        let config: TrainConfig = toml::from_str(text).unwrap();
+        let estimate = MemoryEstimate::of(&config, config.threads());
+        let e = config.check_memory(machine * GIB).unwrap_err();
+        assert_eq!(e.key, key, "{text}");
+        assert!(e.reason.contains(&format!("{machine}.0 GiB")) && e.reason.contains(part), "{e}");
+        assert!(e.reason.contains(&konane_trainer::memory::gib(estimate.total())), "{e}");
+        // The same run fits a machine of its estimate.
+        assert!(config.check_memory(estimate.total()).is_ok(), "{text}");
+    }
+    // A machine this large exists nowhere, so parsing refuses it too.
+    let e = TrainConfig::parse(HUGE_STEP, "huge.toml").unwrap_err().to_string();
+    assert!(e.contains("training.batch_size") && e.contains("GiB"), "{e}");
+}
+
+#[test]
+fn the_memory_estimate_follows_the_shapes_and_passes_the_shipped_configs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let config = TrainConfig::load(&path).unwrap();
+            // Every shipped config runs on a 4 GiB machine, on two cores.
+            let estimate = MemoryEstimate::of(&config, 2);
+            assert!(estimate.total() < 4 << 30, "{}: {estimate:?}", path.display());
+        }
+    }
+    // The 8x8 recipe on two cores peaked at 159-249 MiB resident in its
+    // iterations (its metrics.jsonl); the estimate leaves out the program
+    // itself (about 40 MiB) but is of that order, not far above.
+    let recipe = TrainConfig::load(&root.join("8x8.toml")).unwrap();
+    let mib = MemoryEstimate::of(&recipe, 2).total() >> 20;
+    assert!((60..=500).contains(&mib), "{mib} MiB");
+    // The training step grows with each of batch, board, width and depth.
+    let step = |text: &str| MemoryEstimate::of(&toml::from_str::<TrainConfig>(text).unwrap(), 1).training;
+    let base = step("sizes = [\"8x8\"]\n");
+    for text in [
+        "sizes = [\"8x8\"]\n[training]\nbatch_size = 512\n",
+        "sizes = [\"10x10\"]\n",
+        "sizes = [\"8x8\"]\n[network]\nchannels = 96\n",
+        "sizes = [\"8x8\"]\n[network]\nblocks = 8\n",
+        "sizes = [\"8x8\"]\nbackend = \"flex\"\n",
+    ] {
+        assert!(step(text) > base, "{text}");
+    }
+    assert!(step(HUGE_STEP) > 1 << 40, "terabytes of activations");
 }
