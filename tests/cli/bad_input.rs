@@ -131,21 +131,6 @@ fn every_number_has_a_range() {
         fails_with(&output, parts);
         assert!(!run.exists(), "{key}: nothing is written for a bad config");
     }
-    // Every key in range, their product not: terabytes of activations are
-    // refused before a run directory exists, not killed by the kernel.
-    let config = dir.path().join("huge.toml");
-    fs::write(&config, "sizes = [\"20x20\"]\n[network]\nblocks = 40\nchannels = 512\n[training]\nbatch_size = 8192\n")
-        .unwrap();
-    let run = dir.path().join("run");
-    fails_with(
-        &konane(&["train", config.to_str().unwrap(), "--run-dir", run.to_str().unwrap()]),
-        &["training.batch_size", "GiB", "more than this machine's"],
-    );
-    assert!(!run.exists(), "nothing is written for a run that cannot fit");
-    fails_with(
-        &konane(&["bench-train", "--size", "20x20", "--blocks", "40", "--channels", "512", "--batch", "4096"]),
-        &["--batch 4096", "GiB", "lower --batch"],
-    );
     // A header claiming a network no file could hold.
     let mut header = serde_json::to_vec(&serde_json::json!({
         "format": FORMAT_VERSION,
@@ -165,6 +150,29 @@ fn every_number_has_a_range() {
     fails_with(
         &run_with_input(&["play", "--model", path.to_str().unwrap()], b"quit\n"),
         &["liar.knet", "network.blocks"],
+    );
+}
+
+/// Every key in range, their product not: the memory check reads the
+/// machine's memory from `/proc/meminfo`.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_run_that_cannot_fit_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // Terabytes for the step are refused before a run directory exists,
+    // not killed by the kernel.
+    let config = dir.path().join("huge.toml");
+    fs::write(&config, "sizes = [\"20x20\"]\n[network]\nblocks = 40\nchannels = 512\n[training]\nbatch_size = 8192\n")
+        .unwrap();
+    let run = dir.path().join("run");
+    fails_with(
+        &konane(&["train", config.to_str().unwrap(), "--run-dir", run.to_str().unwrap()]),
+        &["training.batch_size", "GiB", "more than this machine's"],
+    );
+    assert!(!run.exists(), "nothing is written for a run that cannot fit");
+    fails_with(
+        &konane(&["bench-train", "--size", "20x20", "--blocks", "40", "--channels", "512", "--batch", "4096"]),
+        &["--batch 4096", "GiB", "lower --batch"],
     );
 }
 

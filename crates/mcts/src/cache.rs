@@ -19,6 +19,11 @@ struct Slot {
     priors: Vec<f32>,
 }
 
+/// Bytes of one slot of a [`CachedEvaluator`], besides its priors on the
+/// heap: every slot is allocated when the cache is made, so a cache of `n`
+/// takes `n` times this at once.
+pub const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
+
 /// Where an output of the batch comes from.
 #[derive(Clone, Copy, Debug)]
 enum Source {

@@ -21,3 +21,4 @@ pub use evaluator::{Batch, EvalError, Evaluator, RolloutEvaluator, SymmetryEvalu
 pub use parallel::ParallelEvaluator;
 pub use player::MctsPlayer;
 pub use search::{RootChild, Search, SearchConfig, SearchPatch, prune_forced_visits};
+pub use tree::NODE_BYTES;

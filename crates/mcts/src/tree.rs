@@ -44,6 +44,14 @@ pub(crate) enum Proof {
     MoverLoses,
 }
 
+/// Bytes of one node of a search tree: what `SearchConfig::max_nodes`
+/// and a training config's memory estimate count in.
+pub const NODE_BYTES: usize = std::mem::size_of::<Node>();
+
+// The arena's documented sizes (SearchConfig::max_nodes: 2^26 nodes are
+// 2.5 GiB) assume this.
+const _: () = assert!(NODE_BYTES <= 40, "a search-tree node outgrew 40 bytes");
+
 /// One node of the arena, with the statistics of the edge into it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
@@ -211,16 +219,5 @@ impl Tree {
             next += 1;
         }
         std::mem::swap(&mut self.nodes, &mut self.spare);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nodes_stay_small() {
-        // The arena's memory estimate (SearchConfig::max_nodes) assumes this.
-        assert!(std::mem::size_of::<Node>() <= 40, "{}", std::mem::size_of::<Node>());
     }
 }

@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
 use crate::config::{ClusterConfig, MAX_CONFIG_BYTES, TrainConfig};
+use crate::memory::MemoryEstimate;
 use crate::replay::{PackedSample, ReplayBuffer};
 use crate::selfplay::{self, GameOutput, SelfPlayJob, SelfPlayStats, Stream, derive_seed};
 
@@ -223,6 +224,13 @@ pub fn run_worker(options: &WorkerOptions) -> Result<WorkerOutcome, TrainError> 
     let threads = options.threads.unwrap_or_else(|| config.threads());
     let mut selfplay_config = config.selfplay.clone();
     selfplay_config.games = config.cluster.shard_games;
+    // A worker holds only self-play's trees and caches, for a shard's games
+    // on its own threads.
+    let share = TrainConfig { selfplay: selfplay_config.clone(), ..config.clone() };
+    MemoryEstimate::of(&share, threads)
+        .selfplay_only()
+        .check_machine()
+        .map_err(|e| TrainError::Config(e.in_config(format!("{}/{}", exchange.location(), keys::CONFIG))))?;
     let device = config.backend.device();
     let mut seq = exchange
         .list(&keys::worker_shards(&options.name))?

@@ -19,7 +19,6 @@ use konane_rules::Size;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::memory::{MemoryEstimate, gib};
 use crate::replay::SizeMix;
 
 /// The quick 6x6 config, embedded so that `konane train` works from any
@@ -55,7 +54,7 @@ pub struct InvalidKey {
 }
 
 impl InvalidKey {
-    fn new(key: impl Into<String>, reason: impl Into<String>) -> InvalidKey {
+    pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> InvalidKey {
         InvalidKey { key: key.into(), reason: reason.into() }
     }
 
@@ -759,34 +758,7 @@ impl TrainConfig {
             check("bootstrap.steps", b.steps, 0..=1_000_000)?;
             check("bootstrap.random_move_probability", b.random_move_probability, 0.0..=1.0)?;
         }
-        match crate::memory::physical_memory() {
-            Some(machine) => self.check_memory(machine),
-            None => Ok(()),
-        }
-    }
-
-    /// `Ok` if the run's estimated memory ([`MemoryEstimate`]) fits in
-    /// `machine` bytes; otherwise an error naming the key that lowers the
-    /// largest part.
-    ///
-    /// # Errors
-    /// The estimate exceeds `machine`.
-    pub fn check_memory(&self, machine: u64) -> Result<(), InvalidKey> {
-        let estimate = MemoryEstimate::of(self, self.threads());
-        if estimate.total() <= machine {
-            return Ok(());
-        }
-        let (key, advice) = estimate.largest();
-        let reason = format!(
-            "the run would need about {} (training step {}, replay {}, self-play {}), more than this machine's {}: \
-             most of it is {advice}",
-            gib(estimate.total()),
-            gib(estimate.training),
-            gib(estimate.replay),
-            gib(estimate.selfplay),
-            gib(machine),
-        );
-        Err(InvalidKey::new(key, reason))
+        Ok(())
     }
 
     /// One round of the size deal: each size as often as its weight, spread

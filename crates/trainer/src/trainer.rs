@@ -21,6 +21,7 @@ use crate::TrainError;
 use crate::cluster::{self, LearnerLink};
 use crate::config::TrainConfig;
 use crate::evaluation;
+use crate::memory::MemoryEstimate;
 use crate::metrics::{self, IterationMetrics, Timing};
 use crate::observer::{Phase, PhaseProgress, Quiet, RunObserver};
 use crate::replay::ReplayBuffer;
@@ -255,8 +256,14 @@ fn log_iteration(m: &IterationMetrics) {
     );
 }
 
-fn validate(config: &TrainConfig) -> Result<(), TrainError> {
-    config.validate().map_err(|e| TrainError::Config(e.in_config("config")))
+/// Every key in its range, and the memory the run's role needs within the
+/// machine's ([`MemoryEstimate`]): checked on the final config of a start
+/// or a resume, before anything is written.
+fn validate(config: &TrainConfig, role: Role) -> Result<(), TrainError> {
+    config.validate().map_err(|e| TrainError::Config(e.in_config("config")))?;
+    let estimate = MemoryEstimate::of(config, config.threads());
+    let estimate = if role == Role::Learner { estimate.without_selfplay() } else { estimate };
+    estimate.check_machine().map_err(|e| TrainError::Config(e.in_config("config")))
 }
 
 /// A run directory's `config.toml`.
@@ -319,7 +326,7 @@ fn start(options: &TrainOptions, restart: Option<(&Path, TrainConfig)>) -> Resul
     if let Some(n) = options.iterations {
         config.iterations = n;
     }
-    validate(&config)?;
+    validate(&config, options.role)?;
     let device = config.backend.device();
     // Everything that could fail later is checked before anything is
     // written: the network to start from and the evaluation opponents
@@ -459,7 +466,7 @@ fn resume(options: &TrainOptions, dir: &Path) -> Result<Begun, TrainError> {
     if let Some((key, reason)) = changed.iter().find_map(|k| fixed_reason(k).map(|r| (k, r))) {
         return Err(TrainError::FixedKey { key: key.clone(), reason: reason.into() });
     }
-    validate(&config)?;
+    validate(&config, options.role)?;
     let opponents = player_factories(&config.evaluation.opponents, config.backend)?;
     let pool = pool(config.threads())?;
     let link = link_for(options, dir, &config, false)?;

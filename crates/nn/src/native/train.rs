@@ -29,9 +29,11 @@ use super::winograd::{
     input_transform, input_transform_backward, matmul, output_transform_backward, relu_backward, residual,
     residual_backward, transpose,
 };
+use konane_rules::Size;
+
 use crate::checkpoint::CheckpointError;
 use crate::encoding::{INPUT_PLANES, MOVE_KINDS};
-use crate::model::Net;
+use crate::model::{Net, NetConfig};
 use crate::train::{LearnerConfig, Losses, OptimizerKind, PreparedBatch};
 
 /// Tiles per training chunk (16 positions of 8x8): half of inference's
@@ -308,14 +310,139 @@ struct Workspace {
     d_out: Vec<f32>,
 }
 
-impl Workspace {
-    fn prepare(&mut self, layout: &Layout, geometry: Geometry, batch: usize) {
+/// The widths a [`Workspace`]'s buffers depend on: from a network's
+/// [`Layout`] when training, from its [`NetConfig`] when estimating.
+#[derive(Clone, Copy, Debug)]
+struct Widths {
+    blocks: usize,
+    channels: usize,
+    policy: usize,
+    value: usize,
+    hidden: usize,
+    widest: usize,
+    soft: bool,
+    reply: bool,
+}
+
+impl Widths {
+    fn of_layout(layout: &Layout) -> Widths {
+        Widths {
+            blocks: layout.blocks.len(),
+            channels: layout.stem.outputs,
+            policy: layout.policy_hidden.outputs,
+            value: layout.value_conv.outputs,
+            hidden: layout.value_hidden.outputs,
+            widest: layout.widest,
+            soft: layout.policy_soft.is_some(),
+            reply: layout.policy_reply.is_some(),
+        }
+    }
+
+    fn of_net(net: &NetConfig) -> Widths {
+        Widths {
+            blocks: net.blocks,
+            channels: net.channels,
+            policy: net.policy_channels,
+            value: net.value_channels,
+            hidden: net.value_hidden,
+            widest: net.channels.max(net.policy_channels).max(INPUT_PLANES),
+            soft: net.soft_policy,
+            reply: net.reply_policy,
+        }
+    }
+}
+
+/// The length of each of a [`Workspace`]'s buffers for a chunk of `batch`
+/// positions: the one table both [`Workspace::prepare`] and
+/// [`step_bytes`] read.
+struct WorkspaceLengths {
+    input: usize,
+    /// Each of the tower's `3 * blocks + 1` buffers (`acts`, `hidden`,
+    /// `branch`).
+    tower: usize,
+    /// The other float buffers, in [`Workspace::others`]' order.
+    others: [usize; 21],
+    argmax: usize,
+}
+
+impl WorkspaceLengths {
+    fn new(widths: Widths, geometry: Geometry, batch: usize) -> WorkspaceLengths {
         let padded = batch * geometry.padded_cells();
-        let channels = layout.stem.outputs;
-        let blocks = layout.blocks.len();
-        self.acts.resize_with(blocks + 1, Vec::new);
-        self.hidden.resize_with(blocks, Vec::new);
-        self.branch.resize_with(blocks, Vec::new);
+        let Widths { channels, policy: p, value: v, hidden: h, widest, .. } = widths;
+        let tiles = batch * geometry.tiles_per_position();
+        let logits_of = |on: bool| if on { padded * MOVE_KINDS } else { 0 };
+        let (soft, reply) = (logits_of(widths.soft), logits_of(widths.reply));
+        WorkspaceLengths {
+            input: padded * INPUT_PLANES,
+            tower: padded * channels,
+            others: [
+                padded * p,
+                padded * MOVE_KINDS,
+                soft,
+                soft,
+                reply,
+                reply,
+                padded * v,
+                batch * 2 * v,
+                batch * h,
+                batch,
+                tiles * 16 * widest,
+                tiles * 16 * widest,
+                padded * channels,
+                padded * channels,
+                padded * channels,
+                padded * p,
+                padded * MOVE_KINDS,
+                padded * v,
+                batch * 2 * v,
+                batch * h,
+                batch,
+            ],
+            argmax: batch * v,
+        }
+    }
+
+    /// Floats (and `u32`s) of a whole workspace.
+    fn total(&self, blocks: usize) -> usize {
+        self.input + (3 * blocks + 1) * self.tower + self.others.iter().sum::<usize>() + self.argmax
+    }
+}
+
+impl Workspace {
+    /// The float buffers besides the input and the tower's, in the order
+    /// of [`WorkspaceLengths::others`].
+    fn others(&mut self) -> [&mut Vec<f32>; 21] {
+        [
+            &mut self.policy_hidden,
+            &mut self.logits,
+            &mut self.soft_logits,
+            &mut self.d_soft_logits,
+            &mut self.reply_logits,
+            &mut self.d_reply_logits,
+            &mut self.value_planes,
+            &mut self.pooled,
+            &mut self.value_hidden,
+            &mut self.values,
+            &mut self.transformed,
+            &mut self.products,
+            &mut self.d_act,
+            &mut self.d_tmp,
+            &mut self.d_hidden,
+            &mut self.d_policy_hidden,
+            &mut self.d_logits,
+            &mut self.d_value_planes,
+            &mut self.d_pooled,
+            &mut self.d_value_hidden,
+            &mut self.d_out,
+        ]
+    }
+
+    fn prepare(&mut self, layout: &Layout, geometry: Geometry, batch: usize) {
+        let widths = Widths::of_layout(layout);
+        let lengths = WorkspaceLengths::new(widths, geometry, batch);
+        self.acts.resize_with(widths.blocks + 1, Vec::new);
+        self.hidden.resize_with(widths.blocks, Vec::new);
+        self.branch.resize_with(widths.blocks, Vec::new);
         // The convolutions' inputs (and the branches that make the next
         // block's input) need zero rings: cleared when the size changes.
         if self.geometry != geometry {
@@ -326,43 +453,58 @@ impl Workspace {
                 buffer.clear();
             }
         }
-        grow(&mut self.input, padded * INPUT_PLANES);
+        grow(&mut self.input, lengths.input);
         for buffer in self.acts.iter_mut().chain(&mut self.hidden).chain(&mut self.branch) {
-            grow(buffer, padded * channels);
+            grow(buffer, lengths.tower);
         }
-        let (p, v, h) = (layout.policy_hidden.outputs, layout.value_conv.outputs, layout.value_hidden.outputs);
-        let tiles = batch * geometry.tiles_per_position();
-        let logits_of = |output: Option<Dense>| if output.is_some() { padded * MOVE_KINDS } else { 0 };
-        let (soft, reply) = (logits_of(layout.policy_soft), logits_of(layout.policy_reply));
-        for (buffer, len) in [
-            (&mut self.policy_hidden, padded * p),
-            (&mut self.logits, padded * MOVE_KINDS),
-            (&mut self.soft_logits, soft),
-            (&mut self.d_soft_logits, soft),
-            (&mut self.reply_logits, reply),
-            (&mut self.d_reply_logits, reply),
-            (&mut self.value_planes, padded * v),
-            (&mut self.pooled, batch * 2 * v),
-            (&mut self.value_hidden, batch * h),
-            (&mut self.values, batch),
-            (&mut self.transformed, tiles * 16 * layout.widest),
-            (&mut self.products, tiles * 16 * layout.widest),
-            (&mut self.d_act, padded * channels),
-            (&mut self.d_tmp, padded * channels),
-            (&mut self.d_hidden, padded * channels),
-            (&mut self.d_policy_hidden, padded * p),
-            (&mut self.d_logits, padded * MOVE_KINDS),
-            (&mut self.d_value_planes, padded * v),
-            (&mut self.d_pooled, batch * 2 * v),
-            (&mut self.d_value_hidden, batch * h),
-            (&mut self.d_out, batch),
-        ] {
+        for (buffer, len) in self.others().into_iter().zip(lengths.others) {
             grow(buffer, len);
         }
-        if self.argmax.len() < batch * v {
-            self.argmax.resize(batch * v, 0);
+        if self.argmax.len() < lengths.argmax {
+            self.argmax.resize(lengths.argmax, 0);
         }
     }
+
+    /// Floats (and `u32`s) the workspace holds.
+    #[cfg(test)]
+    fn held(&mut self) -> usize {
+        let tower: usize = self.acts.iter().chain(&self.hidden).chain(&self.branch).map(Vec::capacity).sum();
+        let others: usize = self.others().iter().map(|buffer| buffer.capacity()).sum();
+        self.input.capacity() + tower + others + self.argmax.capacity()
+    }
+}
+
+/// Floats a [`NativeLearner`] holds after a step of `net` on `batch`
+/// positions of `size` with `threads` threads: a gradient per chunk of the
+/// batch (the chunks are summed in order, which keeps the result the same
+/// on any number of threads), a workspace per thread, the weights in both
+/// layouts, the gradient and AdamW's two moments.
+fn learner_floats(net: &NetConfig, size: Size, batch: u64, threads: u64) -> u64 {
+    let geometry = Geometry::new(size.rows(), size.cols());
+    let per_chunk = (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1) as u64;
+    let chunks = batch.div_ceil(per_chunk).max(1);
+    let widths = Widths::of_net(net);
+    let chunk = per_chunk.min(batch.max(1)) as usize;
+    let workspace = WorkspaceLengths::new(widths, geometry, chunk).total(widths.blocks) as u64;
+    let weights = net.parameters();
+    // The 3x3 filters are held in the Winograd domain: 16 values per 9.
+    let (c, p, blocks) = (net.channels as u64, net.policy_channels as u64, net.blocks as u64);
+    let filters = INPUT_PLANES as u64 * c + c * p + 2 * blocks * c * c;
+    let native = weights + 7 * filters;
+    chunks.saturating_mul(native) + threads.clamp(1, chunks).saturating_mul(workspace) + native + 4 * weights
+}
+
+/// Bytes a native training step of `net` holds for batches of `batch`
+/// positions of `size` on `threads` threads: what the learner keeps
+/// ([`learner_floats`]; the chunks' gradients grow with the batch times
+/// the weights, so they are most of it for wide networks), the network
+/// burn keeps, and the batch turned into input planes and targets. A
+/// config's memory check reads it before anything is allocated.
+pub fn step_bytes(net: &NetConfig, size: Size, batch: u64, threads: u64) -> u64 {
+    let cells = size.cells() as u64;
+    let reply_targets = if net.reply_policy { MOVE_KINDS as u64 } else { 0 };
+    let prepared = batch.saturating_mul((INPUT_PLANES as u64 + reply_targets + 2) * cells);
+    4 * learner_floats(net, size, batch, threads).saturating_add(net.parameters()).saturating_add(prepared)
 }
 
 /// What every thread reads during a step: the layout and the weights in
@@ -1064,6 +1206,47 @@ mod tests {
             }
         }
         samples
+    }
+
+    #[test]
+    fn the_memory_estimate_is_what_a_step_holds() {
+        // Shapes that cut the batch into one chunk, several, and several
+        // over threads; the training-only outputs; a rectangle.
+        let cases = [
+            (NetConfig::new().with_blocks(2).with_channels(12), "6x6", 40, 1),
+            (
+                NetConfig::new().with_blocks(1).with_channels(20).with_soft_policy(true).with_reply_policy(true),
+                "8x8",
+                70,
+                2,
+            ),
+            (NetConfig::new().with_blocks(3).with_channels(8), "5x7", 90, 3),
+            (NetConfig::new().with_blocks(0).with_channels(16), "4x4", 300, 2),
+        ];
+        for (config, size, n, threads) in cases {
+            let size: Size = size.parse().unwrap();
+            let net = init_net(&config, &Device::flex(), 3);
+            let mut learner = NativeLearner::new(&net, LearnerConfig::default());
+            learner.set_threads(threads);
+            let data = PreparedBatch::new(&batch(size, n));
+            learner.step(std::slice::from_ref(&data), 1e-3);
+            let vectors = |v: &[Vec<f32>]| v.iter().map(Vec::capacity).sum::<usize>();
+            let OptimizerState::Adamw { first, second, .. } = &learner.state else { unreachable!("AdamW") };
+            let held = learner.slots.iter().map(|slot| vectors(&slot.grads)).sum::<usize>()
+                + learner.workspaces.iter_mut().map(Workspace::held).sum::<usize>()
+                + vectors(&learner.weights)
+                + vectors(&learner.grads)
+                + vectors(&learner.parameters.values)
+                + vectors(first)
+                + vectors(second);
+            let estimate = learner_floats(&config, size, data.len() as u64, threads as u64);
+            // A vector of one float (a gate, a bias) holds four.
+            let (held, name) = (held as u64, config.name());
+            assert!(
+                held.abs_diff(estimate) <= held / 1000,
+                "{name} on {size}, {threads} threads: {estimate} for {held}"
+            );
+        }
     }
 
     #[test]
