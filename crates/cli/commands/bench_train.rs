@@ -52,7 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let samples = benchmark_batch(size, args.batch as usize);
     anyhow::ensure!(!samples.is_empty(), "a {size} board has no positions with a legal move to train on");
     let most_threads = args.threads.iter().copied().max().unwrap_or(1) as u64;
-    let needs = training_step_bytes(&config, args.backend, size, args.batch, most_threads);
+    let needs = training_step_bytes(&config, args.backend, &[size], args.batch, most_threads);
     if let Some(machine) = physical_memory() {
         anyhow::ensure!(
             needs <= machine,

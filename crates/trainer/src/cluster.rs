@@ -227,10 +227,12 @@ pub fn run_worker(options: &WorkerOptions) -> Result<WorkerOutcome, TrainError> 
     // A worker holds only self-play's trees and caches, for a shard's games
     // on its own threads.
     let share = TrainConfig { selfplay: selfplay_config.clone(), ..config.clone() };
-    MemoryEstimate::of(&share, threads)
-        .selfplay_only()
-        .check_machine()
-        .map_err(|e| TrainError::Config(e.in_config(format!("{}/{}", exchange.location(), keys::CONFIG))))?;
+    if let Err(e) = MemoryEstimate::of(&share, threads).selfplay_only().check_machine() {
+        return Err(TrainError::Cluster(format!(
+            "worker {:?} on {threads} threads: {} (on this machine, run fewer: `konane selfplay --threads`)",
+            options.name, e.reason
+        )));
+    }
     let device = config.backend.device();
     let mut seq = exchange
         .list(&keys::worker_shards(&options.name))?

@@ -38,12 +38,7 @@ impl MemoryEstimate {
     pub fn of(config: &TrainConfig, threads: usize) -> MemoryEstimate {
         let threads = threads.max(1) as u64;
         let batch = config.training.batch_size as u64;
-        let training = config
-            .sizes
-            .iter()
-            .map(|&size| training_step_bytes(&config.network, config.backend, size, batch, threads))
-            .max()
-            .unwrap_or(0);
+        let training = training_step_bytes(&config.network, config.backend, &config.sizes, batch, threads);
         let cells = config.sizes.iter().map(|size| size.cells() as u64).max().unwrap_or(0);
         // About as many moves as an eighth of the cells have visits, at
         // the root and at the reply (8x8 samples measured about 110 bytes).
@@ -78,7 +73,11 @@ impl MemoryEstimate {
             return Ok(());
         }
         let (key, advice) = if self.training >= self.replay && self.training >= self.selfplay {
-            ("training.batch_size", "the training step; lower training.batch_size, network.channels or network.blocks")
+            (
+                "training.batch_size",
+                "the training step; lower training.batch_size or threads (a workspace each), or on a new run \
+                 network.channels or network.blocks",
+            )
         } else if self.replay >= self.selfplay {
             ("replay.window", "the replay window; lower replay.window (or bootstrap.positions)")
         } else {
@@ -132,19 +131,21 @@ fn selfplay_bytes(config: &TrainConfig, cells: u64, threads: u64) -> u64 {
 }
 
 /// Bytes the training step of `net` holds on `backend` for batches of
-/// `batch` positions of `size` split over `threads` threads. The native
-/// engine's count is exact (`konane_nn::native::train::step_bytes`, tested
-/// against what a step holds). burn's autodiff (flex, ndarray) was
+/// `batch` positions of the boards `sizes` split over `threads` threads.
+/// The native engine's count is that of its buffers
+/// (`konane_nn::native::train::step_bytes`, tested against what steps
+/// hold). burn's autodiff (flex, ndarray) was
 /// measured (`konane bench-train` under `/usr/bin/time -v`: 8x8 b4c48 and
 /// b4c96 at batch 256, b8c48 at 512) to hold 2.5-3.7 activations of the
 /// batch per convolution, counted here as 4. The GPU backends keep the
 /// step on the device, and the host only a copy of the weights.
-pub fn training_step_bytes(net: &NetConfig, backend: Backend, size: Size, batch: u64, threads: u64) -> u64 {
+pub fn training_step_bytes(net: &NetConfig, backend: Backend, sizes: &[Size], batch: u64, threads: u64) -> u64 {
     let weights = net.parameters() * F32;
     match backend {
-        Backend::Native => konane_nn::native::train::step_bytes(net, size, batch, threads),
+        Backend::Native => konane_nn::native::train::step_bytes(net, sizes, batch, threads),
         Backend::Flex | Backend::Ndarray => {
-            let planes = batch.saturating_mul(size.cells() as u64 * net.channels as u64 * F32);
+            let cells = sizes.iter().map(|size| size.cells() as u64).max().unwrap_or(0);
+            let planes = batch.saturating_mul(cells * net.channels as u64 * F32);
             let convolutions = 2 * net.blocks as u64 + 1;
             planes.saturating_mul(convolutions * 4).saturating_add(4 * weights)
         }

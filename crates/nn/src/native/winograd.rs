@@ -166,6 +166,9 @@ impl Geometry {
 /// once the largest call has been seen).
 pub(crate) fn grow(buffer: &mut Vec<f32>, len: usize) {
     if buffer.len() < len {
+        // Exactly: a buffer grows to the largest board it has seen, not to
+        // twice that (and the memory estimate counts exactly that).
+        buffer.reserve_exact(len - buffer.len());
         buffer.resize(len, 0.0);
     }
 }
