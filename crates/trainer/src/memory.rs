@@ -22,7 +22,7 @@ const F32: u64 = 4;
 /// A run's resident memory, part by part, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryEstimate {
-    /// The training step on the board that needs the most
+    /// The training step over the run's boards
     /// ([`training_step_bytes`]).
     pub training: u64,
     /// The replay window, or the bootstrap's labelled positions, which
