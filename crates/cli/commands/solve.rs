@@ -238,6 +238,8 @@ fn read_journal(path: &Path) -> anyhow::Result<(Vec<JournalEntry>, u64)> {
 }
 
 const TABLE_MAGIC: &[u8; 16] = b"konane-dfpn-tab\x01";
+/// A checkpoint's bytes besides its entries: magic, entry count, CRC-32.
+const CHECKPOINT_OVERHEAD: usize = TABLE_MAGIC.len() + 8 + 4;
 /// hash, check, work, phi, delta.
 const ENTRY_BYTES: usize = 8 + 4 + 4 + 8 + 8;
 /// A df-pn checkpoint leaves out the entries whose last search took fewer
@@ -279,11 +281,11 @@ fn write_checkpoint(path: &Path, entries: &mut dyn Iterator<Item = TableEntry>) 
 /// comes from a table of `2^table_bits` entries, and holds at most that
 /// many.
 fn read_checkpoint(path: &Path, table_bits: u32) -> anyhow::Result<Vec<TableEntry>> {
-    let max = (TABLE_MAGIC.len() + 8 + 4) as u64 + ((ENTRY_BYTES as u64) << table_bits);
+    let max = CHECKPOINT_OVERHEAD as u64 + ((ENTRY_BYTES as u64) << table_bits);
     let bytes = konane_files::read_bounded(path, max, "df-pn checkpoint")?;
     anyhow::ensure!(bytes.starts_with(TABLE_MAGIC), "{}: not a konane df-pn checkpoint", path.display());
     let damaged = || format!("{}: a damaged checkpoint (delete it to start the solve over)", path.display());
-    let body = bytes.len().checked_sub(TABLE_MAGIC.len() + 8 + 4).with_context(damaged)?;
+    let body = bytes.len().checked_sub(CHECKPOINT_OVERHEAD).with_context(damaged)?;
     let count = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes"));
     anyhow::ensure!(body as u64 == count.saturating_mul(ENTRY_BYTES as u64), damaged());
     let (content, crc) = bytes.split_at(bytes.len() - 4);

@@ -167,15 +167,12 @@ impl BoardVisitor for Search<'_> {
         tree[0].visits = 1;
         expand(tree, 0, &mut moves, rng);
 
-        let max_sims = limits
-            .nodes
-            .map_or_else(
-                || {
-                    if limits.movetime.is_some() { u64::MAX } else { DEFAULT_SIMULATIONS }
-                },
-                |n| n.max(1),
-            )
-            .min(MAX_SIMULATIONS);
+        let max_sims = match (limits.nodes, limits.movetime) {
+            (Some(n), _) => n.max(1),
+            (None, Some(_)) => u64::MAX,
+            (None, None) => DEFAULT_SIMULATIONS,
+        }
+        .min(MAX_SIMULATIONS);
         let deadline = limits.deadline(start);
         let mut sims = 0;
         while sims < max_sims && tree[0].proven == UNPROVEN {

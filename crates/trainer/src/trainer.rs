@@ -260,10 +260,11 @@ fn log_iteration(m: &IterationMetrics) {
 /// machine's ([`MemoryEstimate`]): checked on the final config of a start
 /// or a resume, before anything is written.
 fn validate(config: &TrainConfig, role: Role) -> Result<(), TrainError> {
-    config.validate().map_err(|e| TrainError::Config(e.in_config("config")))?;
+    let invalid = |e: crate::config::InvalidKey| TrainError::Config(e.in_config("config"));
+    config.validate().map_err(invalid)?;
     let estimate = MemoryEstimate::of(config, config.threads());
     let estimate = if role == Role::Learner { estimate.without_selfplay() } else { estimate };
-    estimate.check_machine().map_err(|e| TrainError::Config(e.in_config("config")))
+    estimate.check_machine().map_err(invalid)
 }
 
 /// A run directory's `config.toml`.

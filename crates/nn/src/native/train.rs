@@ -43,6 +43,12 @@ use crate::train::{LearnerConfig, Losses, OptimizerKind, PreparedBatch};
 /// 20% on two than 512 tiles.
 const TRAIN_MAX_TILES: usize = 256;
 
+/// Positions of a training chunk on a board of `geometry`: as many as
+/// fill [`TRAIN_MAX_TILES`], at least one.
+fn positions_per_chunk(geometry: Geometry) -> usize {
+    (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1)
+}
+
 /// A network's parameters in burn's layouts and visiting order.
 #[derive(Clone, Debug, PartialEq)]
 struct Parameters {
@@ -355,6 +361,7 @@ impl Widths {
 /// The length of each of a [`Workspace`]'s buffers for a chunk of `batch`
 /// positions: the one table both [`Workspace::prepare`] and
 /// [`step_bytes`] read.
+#[derive(Default)]
 struct WorkspaceLengths {
     input: usize,
     /// Each of the tower's `3 * blocks + 1` buffers (`acts`, `hidden`,
@@ -399,6 +406,21 @@ impl WorkspaceLengths {
                 batch,
             ],
             argmax: batch * v,
+        }
+    }
+
+    /// Each buffer at the longer of the two: what a workspace holds after
+    /// chunks of both shapes, its buffers only growing.
+    fn longest(self, other: WorkspaceLengths) -> WorkspaceLengths {
+        let mut others = self.others;
+        for (most, len) in others.iter_mut().zip(other.others) {
+            *most = (*most).max(len);
+        }
+        WorkspaceLengths {
+            input: self.input.max(other.input),
+            tower: self.tower.max(other.tower),
+            others,
+            argmax: self.argmax.max(other.argmax),
         }
     }
 
@@ -486,18 +508,12 @@ impl Workspace {
 fn learner_floats(net: &NetConfig, sizes: &[Size], batch: u64, threads: u64) -> u64 {
     let widths = Widths::of_net(net);
     let mut chunks = 1;
-    let mut workspace = WorkspaceLengths { input: 0, tower: 0, others: [0; 21], argmax: 0 };
+    let mut workspace = WorkspaceLengths::default();
     for size in sizes {
         let geometry = Geometry::new(size.rows(), size.cols());
-        let per_chunk = (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1) as u64;
+        let per_chunk = positions_per_chunk(geometry) as u64;
         chunks = chunks.max(batch.div_ceil(per_chunk));
-        let lengths = WorkspaceLengths::new(widths, geometry, per_chunk.min(batch.max(1)) as usize);
-        workspace.input = workspace.input.max(lengths.input);
-        workspace.tower = workspace.tower.max(lengths.tower);
-        workspace.argmax = workspace.argmax.max(lengths.argmax);
-        for (most, len) in workspace.others.iter_mut().zip(lengths.others) {
-            *most = (*most).max(len);
-        }
+        workspace = workspace.longest(WorkspaceLengths::new(widths, geometry, per_chunk.min(batch.max(1)) as usize));
     }
     let chunks = chunks.saturating_add(sizes.len().saturating_sub(1) as u64);
     let workspace = workspace.total(widths.blocks) as u64;
@@ -929,10 +945,7 @@ impl NativeLearner {
         let scale = 1.0 / n as f32;
         // Each group is cut into chunks of its own size; the slots of all
         // groups' chunks are summed in order at the end.
-        let per_chunk = |data: &PreparedBatch| {
-            let geometry = Geometry::new(data.size.rows(), data.size.cols());
-            (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1)
-        };
+        let per_chunk = |data: &PreparedBatch| positions_per_chunk(Geometry::new(data.size.rows(), data.size.cols()));
         let chunks: usize = groups.iter().map(|data| data.len().div_ceil(per_chunk(data))).sum();
         if self.slots.len() < chunks {
             self.slots.resize_with(chunks, Slot::default);
