@@ -49,6 +49,11 @@ fn positions_per_chunk(geometry: Geometry) -> usize {
     (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1)
 }
 
+/// The tiling a board of `size` trains on (F(2x2, 3x3)).
+fn training_geometry(size: Size) -> Geometry {
+    Geometry::new(size.rows(), size.cols())
+}
+
 /// A network's parameters in burn's layouts and visiting order.
 #[derive(Clone, Debug, PartialEq)]
 struct Parameters {
@@ -510,7 +515,7 @@ fn learner_floats(net: &NetConfig, sizes: &[Size], batch: u64, threads: u64) -> 
     let mut chunks = 1;
     let mut workspace = WorkspaceLengths::default();
     for size in sizes {
-        let geometry = Geometry::new(size.rows(), size.cols());
+        let geometry = training_geometry(*size);
         let per_chunk = positions_per_chunk(geometry) as u64;
         chunks = chunks.max(batch.div_ceil(per_chunk));
         workspace = workspace.longest(WorkspaceLengths::new(widths, geometry, per_chunk.min(batch.max(1)) as usize));
@@ -673,7 +678,7 @@ impl Model<'_> {
     fn chunk(&self, ws: &mut Workspace, data: &PreparedBatch, range: Range<usize>, scale: f32, slot: &mut Slot) {
         let layout = self.layout;
         let value_weight = self.settings.value_weight;
-        let geometry = Geometry::new(data.size.rows(), data.size.cols());
+        let geometry = training_geometry(data.size);
         let (cells, cols) = (geometry.cells(), geometry.cols);
         let batch = range.len();
         ws.prepare(layout, geometry, batch);
@@ -945,7 +950,7 @@ impl NativeLearner {
         let scale = 1.0 / n as f32;
         // Each group is cut into chunks of its own size; the slots of all
         // groups' chunks are summed in order at the end.
-        let per_chunk = |data: &PreparedBatch| positions_per_chunk(Geometry::new(data.size.rows(), data.size.cols()));
+        let per_chunk = |data: &PreparedBatch| positions_per_chunk(training_geometry(data.size));
         let chunks: usize = groups.iter().map(|data| data.len().div_ceil(per_chunk(data))).sum();
         if self.slots.len() < chunks {
             self.slots.resize_with(chunks, Slot::default);
