@@ -15,8 +15,9 @@
 //! **Determinism.** Game `i` of iteration `t` is played by worker
 //! `i % threads` and seeds its search noise and move choice from
 //! `(seed, t, i)`; the batches a worker forms depend only on its own games.
-//! With a deterministic network the games are reproducible, and with one
-//! thread they are bit-for-bit the same across runs.
+//! On the CPU backends the network answers a position the same in any
+//! batch, so the games are bit-for-bit the same across runs and for any
+//! number of workers (not checked on the GPU backends).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -629,15 +630,26 @@ mod tests {
 
     /// Plays `config.games` 5x5 games with `net` on one thread.
     fn play_5x5_with(net: &Net, config: &SelfPlayConfig, seed: u64) -> (Vec<GameOutput>, SelfPlayStats) {
+        play_5x5_on(net, Backend::Flex, config, seed, 1)
+    }
+
+    /// Plays `config.games` 5x5 games with `net` on `backend` and `threads` workers.
+    fn play_5x5_on(
+        net: &Net,
+        backend: Backend,
+        config: &SelfPlayConfig,
+        seed: u64,
+        threads: usize,
+    ) -> (Vec<GameOutput>, SelfPlayStats) {
         let stop = AtomicBool::new(false);
         let job = SelfPlayJob {
             net,
-            backend: Backend::Flex,
+            backend,
             config,
             sizes: &[Size::new(5, 5).unwrap()],
             seed,
             iteration: 1,
-            threads: 1,
+            threads,
             stop: &stop,
             on_game: &|_| {},
         };
@@ -776,6 +788,36 @@ mod tests {
         for (p, c) in plain.iter().zip(&cached) {
             assert_eq!((p.index, p.plies, p.winner), (c.index, c.plies, c.winner));
             assert!(p.samples == c.samples, "game {}: the samples differ", p.index);
+        }
+    }
+
+    /// The number of workers changes no game and no sample: each game's
+    /// random streams come from its index, and the network answers a
+    /// position the same in any batch, so a run on two cores trains the
+    /// same network as on one, and a result found on either reproduces.
+    #[test]
+    fn the_games_do_not_depend_on_the_number_of_workers() {
+        let net = tiny_net();
+        let config = SelfPlayConfig { eval_cache: 1 << 12, ..six_games() };
+        for backend in [Backend::Native, Backend::Flex] {
+            let (one, one_stats) = play_5x5_on(&net, backend, &config, 29, 1);
+            for threads in [2, 4] {
+                let (many, stats) = play_5x5_on(&net, backend, &config, 29, threads);
+                assert_eq!(one.len(), many.len());
+                assert_eq!(
+                    (stats.moves, stats.samples),
+                    (one_stats.moves, one_stats.samples),
+                    "{backend:?} on {threads} workers"
+                );
+                for (a, b) in one.iter().zip(&many) {
+                    assert_eq!((a.index, a.plies, a.winner), (b.index, b.plies, b.winner), "{backend:?}, {threads}");
+                    assert!(
+                        a.samples == b.samples,
+                        "{backend:?} on {threads} workers: game {}'s samples differ",
+                        a.index
+                    );
+                }
+            }
         }
     }
 
