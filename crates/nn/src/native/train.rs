@@ -49,7 +49,8 @@ fn positions_per_chunk(geometry: Geometry) -> usize {
     (TRAIN_MAX_TILES / geometry.tiles_per_position()).max(1)
 }
 
-/// The tiling a board of `size` trains on (F(2x2, 3x3)).
+/// The tiling a board of `size` trains on: [`Geometry::new`]'s, which
+/// says which it is.
 fn training_geometry(size: Size) -> Geometry {
     Geometry::new(size.rows(), size.cols())
 }
